@@ -1,0 +1,1 @@
+//! Parsers of the artifacts whose content matters: VERDICT.md and DECOMPOSITION.md.

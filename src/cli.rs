@@ -1,0 +1,165 @@
+//! The command line: clap definitions only. Behaviour lives in the modules they name.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Tasks live in folders: tasks/<name>/ and .automaton/tasks/<name>/, sub-tasks under
+<task>/subtasks/<name>/. The artifacts a folder holds decide its state:
+  (nothing) -> research -> SPEC.md -> [DECOMPOSITION.md] -> [DESIGN.md] -> [TEST_PLAN.md]
+  -> IMPLEMENTATION.md -> BUG_REPORT.md -> ADVERSARIAL_BUG_REPORT.md -> DOC_REVIEW.md -> VERDICT.md
+
+Examples:
+  automaton orchestrate \"add user auth\"     create tasks/add-user-auth and drive it
+  automaton orchestrate                       continue the most advanced task
+  automaton status                            every task, its state and the next command
+  automaton status --json | jq '.tasks[]'     the same for scripts
+  automaton detect-vram --human               GPU/RAM/context budget
+
+Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-19 human intervention needed,
+75 project locked, 130 interrupted).";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "automaton",
+    version,
+    about = "Drive AI coding agents through a task lifecycle kept in plain files",
+    after_help = AFTER_HELP
+)]
+pub struct Cli {
+    /// Project root (holds tasks/ and .automaton/)
+    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
+    pub project: PathBuf,
+
+    /// When to use colour; NO_COLOR in the environment means never for `auto`
+    #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
+    pub color: ColorWhen,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorWhen {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Report every task: its state, next step and the exact command that runs it
+    Status(StatusArgs),
+    /// Drive a task through its phases with an agent command (autopilot)
+    Orchestrate(OrchestrateArgs),
+    /// Continue the most advanced unfinished task (same as `orchestrate` with no description)
+    Continue(OrchestrateArgs),
+    /// Create, inspect or change task folders
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Print every effective setting and where it came from (file:line, env, or default)
+    Config(ConfigArgs),
+    /// Print the GPU/RAM/model-context budget as JSON (cached in .automaton/.vram_cache.json)
+    DetectVram(DetectVramArgs),
+    /// Print the task graph (tasks, sub-tasks, dependencies) as Mermaid or Graphviz DOT
+    Graph(GraphArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Print one JSON document (schema in the README) instead of the report
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Create a task folder with a .state file (the `status.py --create-task` of the seeds)
+    Create(TaskCreateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TaskCreateArgs {
+    /// Task path: a bare name (tasks/<name>), or a path under tasks/ or .automaton/tasks/,
+    /// e.g. `auth/subtasks/login` or `.automaton/tasks/auth`
+    pub path: String,
+    /// The state the task starts at (a .state word: new, design, implement, bug_find, ...)
+    #[arg(long, value_name = "STATE", default_value = "new")]
+    pub at: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Print the settings as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VramFormat {
+    Json,
+    Text,
+}
+
+#[derive(Debug, Args)]
+pub struct DetectVramArgs {
+    /// Print the "VRAM Detection Results" block instead of JSON
+    #[arg(long, conflicts_with = "format")]
+    pub human: bool,
+    /// Output format
+    #[arg(long, value_enum, default_value_t = VramFormat::Json)]
+    pub format: VramFormat,
+    /// Probe again, ignoring (and then rewriting) the cache
+    #[arg(long)]
+    pub refresh: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// Output format
+    #[arg(long, value_enum, default_value_t = GraphFormat::Mermaid)]
+    pub format: GraphFormat,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct OrchestrateArgs {
+    /// What to build, in words: creates tasks/<kebab-case-name>/ and drives it.
+    /// Without it, the most advanced unfinished task is continued.
+    pub description: Option<String>,
+    /// Drive this task folder (path relative to the project root)
+    #[arg(long, value_name = "PATH", conflicts_with = "description")]
+    pub task: Option<String>,
+    /// Agent command line (run with `sh -c`); overrides AUTOMATON_AGENT and .agent.md
+    #[arg(long, value_name = "CMD")]
+    pub agent: Option<String>,
+    /// Only report, as `status` does, and create fix/review/tiebreak tasks for failed verdicts
+    #[arg(long)]
+    pub manual: bool,
+    /// Phases a task may run in this invocation before a human must look [default: 10]
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Time cap for one phase, e.g. 90s, 45m, 1h [default: 1h]
+    #[arg(long, value_name = "DURATION")]
+    pub max_phase_time: Option<String>,
+    /// Time cap for the whole run [default: 24h]
+    #[arg(long, value_name = "DURATION")]
+    pub max_total_time: Option<String>,
+    /// Stop an agent whose output has not grown for this long [default: 10m]
+    #[arg(long, value_name = "DURATION")]
+    pub stall_timeout: Option<String>,
+    /// Sub-tasks run in parallel at most [default: 4]
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Emit one JSON event per line on stdout (for CI)
+    #[arg(long)]
+    pub json: bool,
+    /// No progress output; the final lines and errors still print
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}

@@ -1,0 +1,47 @@
+//! `automaton config`: every effective setting and where it came from.
+
+use crate::Ctx;
+use crate::cli::ConfigArgs;
+use crate::settings::Settings;
+
+pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> anyhow::Result<u8> {
+    let settings = Settings::load(&ctx.project)?;
+    for w in &settings.warnings {
+        eprintln!("warning: {w}");
+    }
+    if args.json {
+        let items: Vec<_> = settings
+            .all()
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.spec.id,
+                    "file": r.spec.file.name(),
+                    "section": r.spec.section,
+                    "key": r.spec.key,
+                    "value": r.raw,
+                    "origin": r.origin.to_string(),
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "settings": items }))?
+        );
+        return Ok(crate::exit::OK);
+    }
+    let mut current = ("", "");
+    for r in settings.all() {
+        if current != (r.spec.file.name(), r.spec.section) {
+            current = (r.spec.file.name(), r.spec.section);
+            println!("{} ## {}", current.0, current.1);
+        }
+        let shown = if r.raw.is_empty() {
+            "(unset)"
+        } else {
+            r.raw.as_str()
+        };
+        println!("  {:<30} {:<24} # {}", r.spec.key, shown, r.origin);
+    }
+    Ok(crate::exit::OK)
+}

@@ -1,0 +1,50 @@
+//! The documented exit codes of `automaton`. They are part of the interface: scripts and CI
+//! steps branch on them, so each has one constant here and one row in the README.
+
+/// The command did what it was asked (for `orchestrate`: every driven task is complete).
+pub const OK: u8 = 0;
+/// An error stopped the command: bad input, a file that could not be read or written.
+pub const ERROR: u8 = 1;
+/// The command line could not be parsed (clap's own code).
+pub const USAGE: u8 = 2;
+/// `orchestrate`: a referee verdict said FAIL or NEEDS_REVIEW.
+pub const VERDICT_FAILED: u8 = 10;
+/// `orchestrate`: a phase left its artifact missing, empty or malformed.
+pub const BAD_ARTIFACT: u8 = 11;
+/// `orchestrate`: the agent command failed (non-zero exit, or its own failure signal).
+pub const AGENT_FAILED: u8 = 12;
+/// `orchestrate`: a phase ran past the per-phase time cap.
+pub const PHASE_TIMEOUT: u8 = 13;
+/// `orchestrate`: the agent printed nothing for the stall timeout.
+pub const STALLED: u8 = 14;
+/// `orchestrate`: the iteration cap was reached.
+pub const ITERATION_CAP: u8 = 15;
+/// `orchestrate`: the total time cap was reached.
+pub const TOTAL_TIME_CAP: u8 = 16;
+/// `orchestrate`: the verify command failed, so a PASS verdict was not accepted.
+pub const VERIFY_FAILED: u8 = 17;
+/// `orchestrate`: sub-tasks of a decomposed task failed, are blocked, or the decomposition is invalid.
+pub const SUBTASKS_FAILED: u8 = 18;
+/// `orchestrate`: the task already needed a human before this run started.
+pub const NEEDS_HUMAN: u8 = 19;
+/// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
+pub const LOCKED: u8 = 75;
+/// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.
+pub const INTERRUPTED: u8 = 130;
+
+/// An error that carries its own exit code, for failures the caller must be able to tell apart.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! One orchestrator drives a project at a time: an flock on `.automaton/lock`.

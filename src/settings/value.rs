@@ -1,0 +1,128 @@
+//! Parsers for setting values. Each returns a message that reads well after "expected".
+
+use std::time::Duration;
+
+/// Parse a duration: `90s`, `45m`, `24h`, `1h30m`, `500ms`, or bare seconds (`30`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let expected = || format!("a duration like 90s, 45m or 24h, not `{s}`");
+    if s.is_empty() {
+        return Err(expected());
+    }
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let mut total = Duration::ZERO;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(expected)?;
+        if digits == 0 {
+            return Err(expected());
+        }
+        let n: f64 = rest[..digits].parse().map_err(|_| expected())?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let scale = match rest[..unit_len].trim() {
+            "ms" => 0.001,
+            "s" | "sec" | "secs" => 1.0,
+            "m" | "min" | "mins" => 60.0,
+            "h" | "hr" | "hrs" => 3600.0,
+            "d" => 86400.0,
+            _ => return Err(expected()),
+        };
+        total += Duration::from_secs_f64(n * scale);
+        rest = &rest[unit_len..];
+    }
+    Ok(total)
+}
+
+/// Parse yes/no in the spellings the seeds use (`Yes`, `No`, `Enabled`, `Disabled`, ...).
+pub fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "yes" | "y" | "true" | "on" | "enabled" | "enable" | "1" => Ok(true),
+        "no" | "n" | "false" | "off" | "disabled" | "disable" | "0" => Ok(false),
+        _ => Err(format!("yes/no (or enabled/disabled), not `{}`", s.trim())),
+    }
+}
+
+/// Parse a positive whole number.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("a whole number above 0, not `{}`", s.trim())),
+    }
+}
+
+/// Parse a share: `25%` or `0.25`, at least 0 and below 1.
+pub fn parse_ratio(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    match value {
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        _ => Err(format!("a percentage like 25% (0-99%), not `{t}`")),
+    }
+}
+
+/// Parse a token count: `auto` (None), `16k`, `16000`, `128k tokens`, `1M`.
+pub fn parse_tokens(s: &str) -> Result<Option<u64>, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    if lower == "auto" || lower.is_empty() {
+        return Ok(None);
+    }
+    let lower = lower.trim_end_matches("tokens").trim();
+    let (num, scale) = if let Some(n) = lower.strip_suffix('k') {
+        (n, 1000.0)
+    } else if let Some(n) = lower.strip_suffix('m') {
+        (n, 1_000_000.0)
+    } else {
+        (lower, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 => Ok(Some((v * scale).round() as u64)),
+        _ => Err(format!("a token count like 16k, 16000 or auto, not `{t}`")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("45m").unwrap(), Duration::from_secs(2700));
+        assert_eq!(parse_duration("24h").unwrap(), Duration::from_secs(86400));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        for bad in ["", "lots", "5 parsecs", "m", "-3s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tokens_ratios_bools() {
+        assert_eq!(parse_tokens("16k").unwrap(), Some(16000));
+        assert_eq!(parse_tokens("128k tokens").unwrap(), Some(128000));
+        assert_eq!(parse_tokens("1M").unwrap(), Some(1_000_000));
+        assert_eq!(parse_tokens("12000").unwrap(), Some(12000));
+        assert_eq!(parse_tokens("auto").unwrap(), None);
+        assert!(parse_tokens("lots").is_err());
+        assert_eq!(parse_ratio("25%").unwrap(), 0.25);
+        assert_eq!(parse_ratio("0.1").unwrap(), 0.1);
+        assert!(parse_ratio("lots").is_err());
+        assert!(parse_ratio("150%").is_err());
+        assert!(parse_bool("Enabled").unwrap());
+        assert!(!parse_bool("No").unwrap());
+        assert!(parse_bool("maybe").is_err());
+    }
+}
