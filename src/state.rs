@@ -1,1 +1,553 @@
-//! The pure state machine.
+//! The pure state machine: from what was read of a task folder to the state it is in.
+//!
+//! No I/O, no clock, no processes: [`decide`] takes [`Facts`] (gathered by `task::snapshot`)
+//! and returns a [`Decision`]. The rules (DESIGN.md, "The state machine"):
+//! - the most advanced non-empty artifact decides (VERDICT > DOC_REVIEW > ADVERSARIAL_BUG_REPORT >
+//!   BUG_REPORT > IMPLEMENTATION > TEST_PLAN > DESIGN > DECOMPOSITION > SPEC > nothing);
+//! - optional phases (decomposition, design, test design) are chosen by [`PhaseConfig`];
+//! - a folder with DECOMPOSITION.md is a parent: it waits on its sub-tasks, then is complete when
+//!   all passed and needs a human otherwise (whatever its own VERDICT.md says);
+//! - a stop recorded by the orchestrator (timeout, caps, agent failure) needs a human;
+//! - a task created to start at a later phase (`task create --at`, fix tasks) starts there.
+
+use std::fmt;
+
+/// The artifacts whose presence decides a state, least advanced first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Artifact {
+    Spec,
+    Decomposition,
+    Design,
+    TestPlan,
+    Implementation,
+    BugReport,
+    AdversarialBugReport,
+    DocReview,
+    Verdict,
+}
+
+impl Artifact {
+    pub const ALL: [Artifact; 9] = [
+        Artifact::Spec,
+        Artifact::Decomposition,
+        Artifact::Design,
+        Artifact::TestPlan,
+        Artifact::Implementation,
+        Artifact::BugReport,
+        Artifact::AdversarialBugReport,
+        Artifact::DocReview,
+        Artifact::Verdict,
+    ];
+
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Artifact::Spec => "SPEC.md",
+            Artifact::Decomposition => "DECOMPOSITION.md",
+            Artifact::Design => "DESIGN.md",
+            Artifact::TestPlan => "TEST_PLAN.md",
+            Artifact::Implementation => "IMPLEMENTATION.md",
+            Artifact::BugReport => "BUG_REPORT.md",
+            Artifact::AdversarialBugReport => "ADVERSARIAL_BUG_REPORT.md",
+            Artifact::DocReview => "DOC_REVIEW.md",
+            Artifact::Verdict => "VERDICT.md",
+        }
+    }
+
+    pub fn from_file_name(name: &str) -> Option<Artifact> {
+        Artifact::ALL.into_iter().find(|a| a.file_name() == name)
+    }
+
+    fn bit(self) -> u16 {
+        1 << (self as u16)
+    }
+}
+
+/// A set of artifacts (those present and non-empty).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ArtifactSet(u16);
+
+impl ArtifactSet {
+    pub fn from_bits(bits: u16) -> Self {
+        ArtifactSet(bits & 0x1ff)
+    }
+    pub fn insert(&mut self, a: Artifact) {
+        self.0 |= a.bit();
+    }
+    pub fn remove(&mut self, a: Artifact) {
+        self.0 &= !a.bit();
+    }
+    pub fn contains(self, a: Artifact) -> bool {
+        self.0 & a.bit() != 0
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn iter(self) -> impl Iterator<Item = Artifact> {
+        Artifact::ALL.into_iter().filter(move |a| self.contains(*a))
+    }
+    /// The most advanced artifact present.
+    pub fn highest(self) -> Option<Artifact> {
+        Artifact::ALL.into_iter().rev().find(|a| self.contains(*a))
+    }
+}
+
+/// A phase: one agent run that writes one artifact.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    Research,
+    Decomposition,
+    Design,
+    TestDesign,
+    Implement,
+    BugFind,
+    AdversarialBugFind,
+    DocReview,
+    Referee,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 9] = [
+        Phase::Research,
+        Phase::Decomposition,
+        Phase::Design,
+        Phase::TestDesign,
+        Phase::Implement,
+        Phase::BugFind,
+        Phase::AdversarialBugFind,
+        Phase::DocReview,
+        Phase::Referee,
+    ];
+
+    /// The word used in `.state`, file names (`prompts/<word>.md`) and AUTOMATON_PHASE.
+    pub fn word(self) -> &'static str {
+        match self {
+            Phase::Research => "research",
+            Phase::Decomposition => "decomposition",
+            Phase::Design => "design",
+            Phase::TestDesign => "test_design",
+            Phase::Implement => "implement",
+            Phase::BugFind => "bug_find",
+            Phase::AdversarialBugFind => "adversarial_bug_find",
+            Phase::DocReview => "doc_review",
+            Phase::Referee => "referee",
+        }
+    }
+
+    /// Human title, as the seed's reports write it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Phase::Research => "Research",
+            Phase::Decomposition => "Decomposition",
+            Phase::Design => "Design",
+            Phase::TestDesign => "Test Design",
+            Phase::Implement => "Implement",
+            Phase::BugFind => "Bug Find",
+            Phase::AdversarialBugFind => "Adversarial Bug Find",
+            Phase::DocReview => "Doc Review",
+            Phase::Referee => "Referee",
+        }
+    }
+
+    /// The artifact this phase must produce.
+    pub fn artifact(self) -> Artifact {
+        match self {
+            Phase::Research => Artifact::Spec,
+            Phase::Decomposition => Artifact::Decomposition,
+            Phase::Design => Artifact::Design,
+            Phase::TestDesign => Artifact::TestPlan,
+            Phase::Implement => Artifact::Implementation,
+            Phase::BugFind => Artifact::BugReport,
+            Phase::AdversarialBugFind => Artifact::AdversarialBugReport,
+            Phase::DocReview => Artifact::DocReview,
+            Phase::Referee => Artifact::Verdict,
+        }
+    }
+}
+
+/// A task's state: the phase that runs next, or a terminal. These are the `.state` words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum State {
+    New,
+    Decomposition,
+    Design,
+    TestDesign,
+    Implement,
+    BugFind,
+    AdversarialBugFind,
+    DocReview,
+    Referee,
+    Complete,
+    HumanIntervention,
+}
+
+impl State {
+    pub const ALL: [State; 11] = [
+        State::New,
+        State::Decomposition,
+        State::Design,
+        State::TestDesign,
+        State::Implement,
+        State::BugFind,
+        State::AdversarialBugFind,
+        State::DocReview,
+        State::Referee,
+        State::Complete,
+        State::HumanIntervention,
+    ];
+
+    pub fn word(self) -> &'static str {
+        match self {
+            State::New => "new",
+            State::Complete => "complete",
+            State::HumanIntervention => "human_intervention",
+            other => other.next_phase().map_or("new", Phase::word),
+        }
+    }
+
+    /// Parse a `.state` word; `research` means `new` (research runs next).
+    pub fn parse(word: &str) -> Option<State> {
+        let w = word.trim().to_ascii_lowercase();
+        if w == "research" {
+            return Some(State::New);
+        }
+        State::ALL.into_iter().find(|s| s.word() == w)
+    }
+
+    /// The phase that runs next in this state.
+    pub fn next_phase(self) -> Option<Phase> {
+        Some(match self {
+            State::New => Phase::Research,
+            State::Decomposition => Phase::Decomposition,
+            State::Design => Phase::Design,
+            State::TestDesign => Phase::TestDesign,
+            State::Implement => Phase::Implement,
+            State::BugFind => Phase::BugFind,
+            State::AdversarialBugFind => Phase::AdversarialBugFind,
+            State::DocReview => Phase::DocReview,
+            State::Referee => Phase::Referee,
+            State::Complete | State::HumanIntervention => return None,
+        })
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, State::Complete | State::HumanIntervention)
+    }
+
+    /// How far along the lifecycle: used to pick the most advanced task and to apply a
+    /// task's start state.
+    pub fn rank(self) -> u8 {
+        State::ALL.iter().position(|s| *s == self).unwrap_or(0) as u8
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// A referee's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Fail,
+    NeedsReview,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Fail => "FAIL",
+            Verdict::NeedsReview => "NEEDS_REVIEW",
+        }
+    }
+}
+
+/// Which optional phases run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PhaseConfig {
+    /// Run a decomposition phase after research (top-level tasks only, so it cannot recurse).
+    pub decomposition: bool,
+    pub design: bool,
+    pub test_design: bool,
+}
+
+impl Default for PhaseConfig {
+    fn default() -> Self {
+        PhaseConfig {
+            decomposition: false,
+            design: true,
+            test_design: true,
+        }
+    }
+}
+
+/// One sub-task as DECOMPOSITION.md lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedSubtask {
+    pub name: String,
+    pub depends_on: Vec<String>,
+}
+
+/// A sub-task folder found on disk, with the state already decided for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildFacts {
+    pub name: String,
+    pub state: State,
+    /// The verdict behind its state, where VERDICT.md gave one.
+    pub verdict: Option<Verdict>,
+}
+
+/// Everything [`decide`] needs, as read from one task folder.
+#[derive(Debug, Clone, Default)]
+pub struct Facts<'a> {
+    /// Artifacts present and non-empty (inherited copies not yet rewritten excluded).
+    pub artifacts: ArtifactSet,
+    /// VERDICT.md read: the verdict, or why it is malformed. Used when VERDICT.md is present.
+    pub verdict: Option<Result<Verdict, String>>,
+    /// DECOMPOSITION.md read: the sub-tasks, or why it is invalid. Used when present.
+    pub plan: Option<Result<&'a [PlannedSubtask], String>>,
+    /// Sub-task folders on disk.
+    pub children: &'a [ChildFacts],
+    /// The state the task was created at (`task create --at`, fix tasks).
+    pub start: Option<State>,
+    /// A stop the orchestrator recorded (timeout, caps, agent failure...).
+    pub stop: Option<&'a str>,
+    pub is_subtask: bool,
+}
+
+/// Sub-task outcomes of a parent, for the `PASS: n, FAIL: n, NEEDS_REVIEW: n` summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    pub pass: usize,
+    pub fail: usize,
+    pub needs_review: usize,
+    /// Needs a human for another reason than a verdict (timeout, bad artifact...).
+    pub stopped: usize,
+    /// Never ran because something it depends on did not pass.
+    pub blocked: usize,
+    /// Not terminal yet.
+    pub pending: usize,
+}
+
+impl fmt::Display for Counts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "PASS: {}, FAIL: {}, NEEDS_REVIEW: {}",
+            self.pass, self.fail, self.needs_review
+        )?;
+        for (n, label) in [
+            (self.stopped, "STOPPED"),
+            (self.blocked, "BLOCKED"),
+            (self.pending, "PENDING"),
+        ] {
+            if n > 0 {
+                write!(f, ", {label}: {n}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the state machine decided for one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub state: State,
+    /// Why a human is needed (human_intervention only).
+    pub reason: Option<String>,
+    /// Parent: listed sub-tasks not terminal yet (and not blocked), in plan order.
+    pub waiting_on: Vec<String>,
+    /// Parent: (sub-task, the sub-task that blocks it).
+    pub blocked: Vec<(String, String)>,
+    /// Parent: sub-task outcomes.
+    pub counts: Option<Counts>,
+    /// Parent: listed in DECOMPOSITION.md but no folder yet.
+    pub missing: Vec<String>,
+    /// Parent: folders under subtasks/ that DECOMPOSITION.md no longer lists.
+    pub orphans: Vec<String>,
+}
+
+impl Decision {
+    fn plain(state: State) -> Self {
+        Decision {
+            state,
+            reason: None,
+            waiting_on: Vec::new(),
+            blocked: Vec::new(),
+            counts: None,
+            missing: Vec::new(),
+            orphans: Vec::new(),
+        }
+    }
+
+    fn human(reason: impl Into<String>) -> Self {
+        Decision {
+            reason: Some(reason.into()),
+            ..Decision::plain(State::HumanIntervention)
+        }
+    }
+}
+
+/// The state the artifacts alone give (the table at the top of seed 000), for a folder that is
+/// not a parent. VERDICT.md present means terminal: see [`decide`] for the verdict.
+pub fn artifact_state(artifacts: ArtifactSet, config: &PhaseConfig, is_subtask: bool) -> State {
+    let after_spec = || {
+        if config.decomposition && !is_subtask {
+            State::Decomposition
+        } else if config.design {
+            State::Design
+        } else if config.test_design {
+            State::TestDesign
+        } else {
+            State::Implement
+        }
+    };
+    match artifacts.highest() {
+        None => State::New,
+        Some(Artifact::Spec) => after_spec(),
+        Some(Artifact::Decomposition) => State::Decomposition,
+        Some(Artifact::Design) if config.test_design => State::TestDesign,
+        Some(Artifact::Design) | Some(Artifact::TestPlan) => State::Implement,
+        Some(Artifact::Implementation) => State::BugFind,
+        Some(Artifact::BugReport) => State::AdversarialBugFind,
+        Some(Artifact::AdversarialBugReport) => State::DocReview,
+        Some(Artifact::DocReview) => State::Referee,
+        Some(Artifact::Verdict) => State::Complete,
+    }
+}
+
+/// Decide the state of one task.
+pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
+    if let Some(reason) = facts.stop {
+        return Decision::human(reason.to_string());
+    }
+    let verdict = facts
+        .artifacts
+        .contains(Artifact::Verdict)
+        .then(|| facts.verdict.clone().unwrap_or(Err("VERDICT.md could not be read".into())));
+    if facts.artifacts.contains(Artifact::Decomposition) {
+        return decide_parent(facts, verdict);
+    }
+    match verdict {
+        Some(Ok(Verdict::Pass)) => Decision::plain(State::Complete),
+        Some(Ok(v)) => Decision::human(format!("referee verdict is {}", v.word())),
+        Some(Err(why)) => Decision::human(format!("VERDICT.md is malformed: {why}")),
+        None => {
+            let state = artifact_state(facts.artifacts, config, facts.is_subtask);
+            match facts.start {
+                Some(start) if start.rank() > state.rank() => start_decision(start),
+                _ => Decision::plain(state),
+            }
+        }
+    }
+}
+
+fn start_decision(start: State) -> Decision {
+    match start {
+        State::HumanIntervention => Decision::human("the task was created in state human_intervention"),
+        s => Decision::plain(s),
+    }
+}
+
+fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) -> Decision {
+    let plan = match &facts.plan {
+        Some(Ok(plan)) => *plan,
+        Some(Err(why)) => return Decision::human(format!("DECOMPOSITION.md is invalid: {why}")),
+        None => return Decision::human("DECOMPOSITION.md could not be read"),
+    };
+    if let Some(Ok(v @ (Verdict::Fail | Verdict::NeedsReview))) = verdict {
+        return Decision::human(format!("referee verdict is {}", v.word()));
+    }
+    let child = |name: &str| facts.children.iter().find(|c| c.name == name);
+    let mut d = Decision::plain(State::Decomposition);
+    d.missing = plan
+        .iter()
+        .filter(|p| child(&p.name).is_none())
+        .map(|p| p.name.clone())
+        .collect();
+    d.orphans = facts
+        .children
+        .iter()
+        .filter(|c| !plan.iter().any(|p| p.name == c.name))
+        .map(|c| c.name.clone())
+        .collect();
+
+    // A sub-task is blocked when something it depends on ended without a PASS, or is itself
+    // blocked. Iterate to a fixpoint: the plan is small and was checked acyclic by its parser.
+    let passed = |name: &str| child(name).is_some_and(|c| c.state == State::Complete);
+    let failed = |name: &str| child(name).is_some_and(|c| c.state == State::HumanIntervention);
+    let mut blocked: Vec<(String, String)> = Vec::new();
+    loop {
+        let mut changed = false;
+        for p in plan {
+            if blocked.iter().any(|(b, _)| *b == p.name) || child(&p.name).is_some_and(|c| c.state.is_terminal()) {
+                continue;
+            }
+            let blocker = p.depends_on.iter().find(|dep| {
+                (failed(dep) && !passed(dep)) || blocked.iter().any(|(b, _)| b == *dep)
+            });
+            if let Some(dep) = blocker {
+                blocked.push((p.name.clone(), dep.clone()));
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    blocked.sort_by_key(|(name, _)| plan.iter().position(|p| p.name == *name));
+
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    for p in plan {
+        let c = child(&p.name);
+        if blocked.iter().any(|(b, _)| *b == p.name) {
+            counts.blocked += 1;
+            continue;
+        }
+        match c.map(|c| (c.state, c.verdict)) {
+            Some((State::Complete, _)) => counts.pass += 1,
+            Some((State::HumanIntervention, Some(Verdict::Fail))) => {
+                counts.fail += 1;
+                failures.push((p.name.clone(), "FAIL"));
+            }
+            Some((State::HumanIntervention, Some(Verdict::NeedsReview))) => {
+                counts.needs_review += 1;
+                failures.push((p.name.clone(), "NEEDS_REVIEW"));
+            }
+            Some((State::HumanIntervention, _)) => {
+                counts.stopped += 1;
+                failures.push((p.name.clone(), "no passing verdict"));
+            }
+            _ => {
+                counts.pending += 1;
+                d.waiting_on.push(p.name.clone());
+            }
+        }
+    }
+    d.blocked = blocked;
+    d.counts = Some(counts);
+    if counts.pending > 0 {
+        return d;
+    }
+    if let Some((name, what)) = failures.first() {
+        d.state = State::HumanIntervention;
+        d.reason = Some(match verdict {
+            Some(Ok(Verdict::Pass)) => format!(
+                "Parent task VERDICT.md says PASS, but sub-task {name} has VERDICT.md with {what}. \
+                 Create a fix task for the failing sub-task. ({counts})"
+            ),
+            _ => format!("sub-tasks did not all pass ({counts}); first: {name} ({what})"),
+        });
+        return d;
+    }
+    if let Some(Err(why)) = verdict {
+        d.state = State::HumanIntervention;
+        d.reason = Some(format!("VERDICT.md is malformed: {why}"));
+        return d;
+    }
+    d.state = State::Complete;
+    d
+}

@@ -1,12 +1,318 @@
-//! Text and JSON renderings of what the core decided.
+//! Text and JSON renderings of what the core decided. Nothing here reads a task folder or
+//! decides a state: it only shapes a [`TaskTree`] for people and scripts.
+
+pub mod graph;
 
 use crate::Ctx;
-use crate::cli::{GraphArgs, StatusArgs};
+use crate::cli::StatusArgs;
+use crate::settings::Settings;
+use crate::state::{Artifact, Counts, PhaseConfig, State};
+use crate::task::TaskTree;
+use crate::task::fix::{FixTask, planned_fix_tasks};
+use serde::Serialize;
+use std::fmt::Write as _;
 
-pub fn status_command(_ctx: &Ctx, _args: &StatusArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("not yet")
+pub use graph::graph_command;
+
+/// The version of the `status --json` document.
+pub const STATUS_FORMAT_VERSION: u32 = 1;
+
+/// The phase config the settings choose.
+pub fn phase_config(settings: &Settings) -> PhaseConfig {
+    PhaseConfig {
+        decomposition: settings.bool("phases.decomposition"),
+        design: settings.bool("phases.design"),
+        test_design: settings.bool("phases.test_design"),
+    }
 }
 
-pub fn graph_command(_ctx: &Ctx, _args: &GraphArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("not yet")
+/// One task as the reports show it (and as `status --json` prints it).
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskView {
+    pub path: String,
+    pub name: String,
+    pub parent: Option<String>,
+    pub state: &'static str,
+    /// The last phase done, as the seed's `Status` line says it.
+    pub status: String,
+    /// A phase word, `subtasks` (waiting on them), `human` or `none`.
+    pub next_step: String,
+    /// The command that runs the next step (null when there is nothing to run).
+    pub command: Option<String>,
+    pub artifacts: Vec<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<&'static str>,
+    /// Sub-task only: its wave and dependencies from the parent's DECOMPOSITION.md.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subtasks: Option<SubtaskSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fix_tasks: Vec<FixTask>,
+}
+
+/// The `status --json` document.
+#[derive(Debug, Serialize)]
+pub struct StatusDoc<'a> {
+    pub version: u32,
+    pub project: String,
+    pub tasks: Vec<TaskView>,
+    pub warnings: &'a [String],
+}
+
+/// A parent's view of its sub-tasks.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubtaskSummary {
+    pub counts: Counts,
+    /// Sub-task names by wave, wave 1 first.
+    pub waves: Vec<Vec<String>>,
+    pub waiting_on: Vec<String>,
+    pub blocked: Vec<Blocked>,
+    pub missing: Vec<String>,
+    pub orphans: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Blocked {
+    pub name: String,
+    pub by: String,
+}
+
+/// How to spell `automaton` commands for this project (with `--project` when it is not `.`).
+pub fn command_prefix(ctx: &Ctx) -> String {
+    let cwd = std::env::current_dir().ok();
+    if cwd.as_deref() == Some(ctx.project.as_path()) {
+        "automaton".into()
+    } else {
+        format!("automaton --project {}", shell_quote(&ctx.project.display().to_string()))
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+fn status_label(tree: &TaskTree, i: usize) -> String {
+    let node = &tree.nodes[i];
+    match node.state() {
+        State::Complete => "Complete".into(),
+        State::HumanIntervention => "Human Intervention".into(),
+        _ => match node.snap.artifacts.highest() {
+            None => match node.snap.origin.as_ref() {
+                Some(o) => match &o.from {
+                    Some(from) => format!("New (from {from}, starts at `{}`)", o.start),
+                    None => format!("New (starts at `{}`)", o.start),
+                },
+                None => "New".into(),
+            },
+            Some(a) => crate::state::Phase::ALL
+                .into_iter()
+                .find(|p| p.artifact() == a)
+                .map_or("New", |p| p.title())
+                .into(),
+        },
+    }
+}
+
+/// Build the view of task `i`.
+pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
+    let node = &tree.nodes[i];
+    let d = &node.decision;
+    let state = node.state();
+    let run = format!("{prefix} orchestrate --task {}", node.rel);
+    let waiting = state == State::Decomposition && node.snap.plan.is_some();
+    let (next_step, command) = match state {
+        State::Complete => ("none".to_string(), None),
+        State::HumanIntervention => {
+            let fixes = !planned_fix_tasks(tree, i).is_empty();
+            ("human".to_string(), Some(if fixes { format!("{prefix} orchestrate --manual") } else { run }))
+        }
+        _ if waiting => ("subtasks".to_string(), Some(run)),
+        s => (s.next_phase().map_or("none", |p| p.word()).to_string(), Some(run)),
+    };
+    let plan_row = node.parent.and_then(|p| {
+        tree.nodes[p]
+            .snap
+            .plan
+            .as_ref()
+            .and_then(|plan| plan.as_ref().ok())
+            .and_then(|plan| plan.row(&node.name).cloned())
+    });
+    let blocked_by = node.parent.and_then(|p| {
+        tree.nodes[p]
+            .decision
+            .blocked
+            .iter()
+            .find(|(n, _)| *n == node.name)
+            .map(|(_, by)| by.clone())
+    });
+    let subtasks = match (&node.snap.plan, d.counts) {
+        (Some(Ok(plan)), Some(counts)) => {
+            let max_wave = plan.rows.iter().map(|r| r.wave).max().unwrap_or(0);
+            Some(SubtaskSummary {
+                counts,
+                waves: (1..=max_wave)
+                    .map(|w| plan.rows.iter().filter(|r| r.wave == w).map(|r| r.name.clone()).collect())
+                    .filter(|v: &Vec<String>| !v.is_empty())
+                    .collect(),
+                waiting_on: d.waiting_on.clone(),
+                blocked: d.blocked.iter().map(|(n, by)| Blocked { name: n.clone(), by: by.clone() }).collect(),
+                missing: d.missing.clone(),
+                orphans: d.orphans.clone(),
+            })
+        }
+        _ => None,
+    };
+    TaskView {
+        path: node.rel.clone(),
+        name: node.name.clone(),
+        parent: node.parent.map(|p| tree.nodes[p].rel.clone()),
+        state: state.word(),
+        status: status_label(tree, i),
+        next_step,
+        command,
+        artifacts: node.snap.artifacts.iter().map(Artifact::file_name).collect(),
+        reason: d.reason.clone(),
+        verdict: node.verdict().map(|v| v.word()),
+        wave: plan_row.as_ref().map(|r| r.wave),
+        depends_on: plan_row.map(|r| r.depends_on).unwrap_or_default(),
+        blocked_by,
+        subtasks,
+        fix_tasks: planned_fix_tasks(tree, i),
+    }
+}
+
+fn next_step_title(v: &TaskView) -> String {
+    match v.next_step.as_str() {
+        "none" => "None (complete)".into(),
+        "human" => "Human decision".into(),
+        "subtasks" => match &v.subtasks {
+            Some(s) if !s.waiting_on.is_empty() => format!("Sub-tasks (waiting on {})", s.waiting_on.join(", ")),
+            _ => "Sub-tasks".into(),
+        },
+        word => crate::state::Phase::ALL
+            .into_iter()
+            .find(|p| p.word() == word)
+            .map_or(word.to_string(), |p| p.title().to_string()),
+    }
+}
+
+/// The seed's report block for one task.
+pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
+    let _ = writeln!(out, "**Task: {}**", v.path);
+    let _ = writeln!(out, "- **Status**: {} (state `{}`)", v.status, v.state);
+    let _ = writeln!(out, "- **Next Step**: {}", next_step_title(v));
+    let _ = writeln!(out, "- **Auto-Execute**: {}", if auto_execute { "YES" } else { "NO" });
+    match &v.command {
+        Some(c) => {
+            let _ = writeln!(out, "- **Command**:\n  > \"{c}\"");
+        }
+        None => {
+            let _ = writeln!(out, "- **Command**: none");
+        }
+    }
+    if let Some(w) = v.wave {
+        let deps = if v.depends_on.is_empty() { "-".to_string() } else { v.depends_on.join(", ") };
+        let _ = writeln!(out, "- **Wave**: {w} (depends on: {deps})");
+    }
+    if let Some(by) = &v.blocked_by {
+        let _ = writeln!(out, "- **Blocked by**: {by} (did not pass)");
+    }
+    if let Some(s) = &v.subtasks {
+        let _ = writeln!(out, "- **Sub-tasks**: {}", s.counts);
+        for (i, wave) in s.waves.iter().enumerate() {
+            let _ = writeln!(out, "  - Wave {}: {}", i + 1, wave.join(", "));
+        }
+        if !s.blocked.is_empty() {
+            let list: Vec<String> = s.blocked.iter().map(|b| format!("{} (by {})", b.name, b.by)).collect();
+            let _ = writeln!(out, "- **Blocked**: {}", list.join(", "));
+        }
+        if !s.missing.is_empty() {
+            let _ = writeln!(out, "- **Not created yet**: {}", s.missing.join(", "));
+        }
+        if !s.orphans.is_empty() {
+            let _ = writeln!(out, "- **Orphans** (not in DECOMPOSITION.md): {}", s.orphans.join(", "));
+        }
+    }
+    if let Some(r) = &v.reason {
+        let _ = writeln!(out, "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {r}");
+    }
+}
+
+/// The fix-task list under a task (`created` = manual mode made them now or before).
+pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut String) {
+    if v.fix_tasks.is_empty() {
+        return;
+    }
+    if created {
+        let _ = writeln!(out, "\n**Auto-created tasks from {}**:", v.path);
+    } else {
+        let _ = writeln!(out, "\n**Tasks manual mode creates from {}** (`{prefix} orchestrate --manual`):", v.path);
+    }
+    for f in &v.fix_tasks {
+        let _ = writeln!(
+            out,
+            "- **{}** — Status: Bug Find — Command: > \"{prefix} orchestrate --task {}\"",
+            f.path, f.path
+        );
+    }
+}
+
+/// Print the warnings of a walk, one line each, on stderr.
+pub fn print_warnings(warnings: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// The full report: every task in walk order.
+pub fn render_report(tree: &TaskTree, prefix: &str, auto_execute: bool, fixes_created: bool) -> String {
+    let mut out = String::new();
+    if tree.nodes.is_empty() {
+        let _ = writeln!(
+            out,
+            "No tasks yet. Create one with:\n  > \"{prefix} orchestrate \\\"describe the task\\\"\""
+        );
+    }
+    for i in 0..tree.nodes.len() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let v = task_view(tree, i, prefix);
+        render_task(&v, auto_execute, &mut out);
+        render_fix_tasks(&v, fixes_created, prefix, &mut out);
+    }
+    out
+}
+
+/// `automaton status`.
+pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
+    let settings = Settings::load(&ctx.project)?;
+    print_warnings(&settings.warnings);
+    let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
+    print_warnings(&tree.warnings);
+    let prefix = command_prefix(ctx);
+    if args.json {
+        let tasks: Vec<TaskView> = (0..tree.nodes.len()).map(|i| task_view(&tree, i, &prefix)).collect();
+        let doc = StatusDoc {
+            version: STATUS_FORMAT_VERSION,
+            project: ctx.project.display().to_string(),
+            tasks,
+            warnings: &tree.warnings,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", render_report(&tree, &prefix, false, false));
+    }
+    Ok(crate::exit::OK)
 }

@@ -1,8 +1,95 @@
-//! Task folders: discovery, snapshots, names.
+//! Task folders: names, discovery, snapshots, and creating new ones.
+
+pub mod fix;
+pub mod name;
+pub mod snapshot;
+pub mod tree;
 
 use crate::Ctx;
 use crate::cli::TaskCreateArgs;
+use crate::fsx::write_atomic;
+use crate::state::State;
+use snapshot::{ORIGIN_FILE, OriginFile, STATE_FILE};
+use std::fs;
+use std::path::{Path, PathBuf};
 
-pub fn create_command(_ctx: &Ctx, _args: &TaskCreateArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("not yet")
+pub use tree::{TaskNode, TaskTree};
+
+/// The file holding the request a task was created from.
+pub const TASK_FILE: &str = "TASK.md";
+
+/// What to put in a new task folder.
+#[derive(Debug, Clone)]
+pub struct NewTask<'a> {
+    /// Checked path relative to the project (see [`name::task_path`]).
+    pub rel: &'a str,
+    pub start: State,
+    pub description: Option<&'a str>,
+    /// Where a fix/review/tiebreak task came from, and the artifacts to copy from there.
+    pub copy_from: Option<(&'a str, &'a Path, &'a [&'a str])>,
+}
+
+/// Create a task folder with `.state` (and `.origin`, `TASK.md`, copied reports where asked).
+/// Refuses a folder that already exists. Every file is written atomically.
+pub fn create_task(project: &Path, task: &NewTask<'_>) -> anyhow::Result<PathBuf> {
+    let dir = project.join(task.rel);
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    match fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            anyhow::bail!("task {} already exists", task.rel)
+        }
+        Err(e) => anyhow::bail!("cannot create {}: {e}", task.rel),
+    }
+    let mut origin = OriginFile {
+        start: task.start.word().to_string(),
+        ..OriginFile::default()
+    };
+    if let Some((from_rel, from_dir, files)) = task.copy_from {
+        origin.from = Some(from_rel.to_string());
+        for file in files {
+            if let Ok(bytes) = fs::read(from_dir.join(file)) {
+                write_atomic(&dir.join(file), &bytes)?;
+                origin.inherited.insert(file.to_string(), snapshot::content_hash(&bytes));
+            }
+        }
+    }
+    if let Some(desc) = task.description {
+        write_atomic(&dir.join(TASK_FILE), format!("# Task\n\n{}\n", desc.trim()).as_bytes())?;
+    }
+    if task.start != State::New || origin.from.is_some() {
+        write_atomic(&dir.join(ORIGIN_FILE), serde_json::to_string_pretty(&origin)?.as_bytes())?;
+    }
+    write_state(&dir, task.start)?;
+    Ok(dir)
+}
+
+/// Write `.state` atomically.
+pub fn write_state(dir: &Path, state: State) -> std::io::Result<()> {
+    write_atomic(&dir.join(STATE_FILE), format!("{}\n", state.word()).as_bytes())
+}
+
+/// `automaton task create`.
+pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> anyhow::Result<u8> {
+    let rel = name::task_path(&args.path).map_err(anyhow::Error::msg)?;
+    let start = State::parse(&args.at).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown state `{}`; one of: {}",
+            args.at,
+            State::ALL.map(State::word).join(", ")
+        )
+    })?;
+    create_task(
+        &ctx.project,
+        &NewTask {
+            rel: &rel,
+            start,
+            description: None,
+            copy_from: None,
+        },
+    )?;
+    println!("created {rel} ({})", start.word());
+    Ok(crate::exit::OK)
 }

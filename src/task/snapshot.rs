@@ -1,0 +1,224 @@
+//! Reading one task folder into a [`Snapshot`]: which artifacts hold content, what VERDICT.md
+//! and DECOMPOSITION.md say, and the control files automaton keeps beside them.
+//!
+//! Control files (all written atomically by automaton):
+//! - `.state`  — one `.state` word, rewritten after every transition (for `cat` in scripts);
+//! - `.origin` — JSON, for tasks created to start at a later phase: the start state and the
+//!   hashes of reports copied in from another task, which count only once rewritten;
+//! - `.stop`   — one line: why the orchestrator stopped the task (timeout, cap, agent failure).
+//!   The next `orchestrate` of that task removes it and tries again.
+
+use crate::artifact::decomposition::{Plan, PlanError, parse_decomposition};
+use crate::artifact::verdict::{VerdictDoc, parse_verdict};
+use crate::state::{Artifact, ArtifactSet, State};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+
+/// VERDICT.md and DECOMPOSITION.md are read up to this size; the rest is ignored with a warning.
+pub const MAX_PARSED_BYTES: usize = 1024 * 1024;
+
+pub const STATE_FILE: &str = ".state";
+pub const ORIGIN_FILE: &str = ".origin";
+pub const STOP_FILE: &str = ".stop";
+pub const SUBTASKS_DIR: &str = "subtasks";
+
+/// `.origin`: how a task was created.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OriginFile {
+    /// The `.state` word the task starts at.
+    pub start: String,
+    /// The task it was made from (fix/review/tiebreak tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// Artifact file name -> content hash of the copy; the copy counts once it changes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub inherited: BTreeMap<String, String>,
+}
+
+/// What was read of one task folder.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Artifacts with content (whitespace-only files and unchanged inherited copies excluded).
+    pub artifacts: ArtifactSet,
+    pub verdict: Option<VerdictDoc>,
+    pub plan: Option<Result<Plan, PlanError>>,
+    /// The word in `.state`, if readable.
+    pub state_file: Option<State>,
+    pub origin: Option<OriginFile>,
+    pub stop: Option<String>,
+    /// Whether a `subtasks/` folder exists.
+    pub has_subtasks_dir: bool,
+}
+
+/// FNV-1a, 64 bit: enough to tell whether an inherited copy was rewritten.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// Read a task folder. `rel` names it in warnings.
+pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snapshot {
+    let mut snap = Snapshot::default();
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            warnings.push(format!("{rel}: cannot read folder: {e}"));
+            return snap;
+        }
+    };
+    let mut present: Vec<Artifact> = Vec::new();
+    let mut control: Vec<&'static str> = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(a) = Artifact::from_file_name(name) {
+            present.push(a);
+        } else {
+            match name {
+                STATE_FILE => control.push(STATE_FILE),
+                ORIGIN_FILE => control.push(ORIGIN_FILE),
+                STOP_FILE => control.push(STOP_FILE),
+                SUBTASKS_DIR => snap.has_subtasks_dir = true,
+                _ => {}
+            }
+        }
+    }
+    if control.contains(&ORIGIN_FILE) {
+        let path = dir.join(ORIGIN_FILE);
+        match fs::read(&path).map(|b| serde_json::from_slice::<OriginFile>(&b)) {
+            Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(o),
+            Ok(Ok(o)) => warnings.push(format!("{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)", o.start)),
+            Ok(Err(e)) => warnings.push(format!("{rel}/{ORIGIN_FILE}: not valid JSON ({e}); ignored")),
+            Err(e) => warnings.push(format!("{rel}/{ORIGIN_FILE}: cannot read: {e}")),
+        }
+    }
+    for a in present {
+        let path = dir.join(a.file_name());
+        let inherited = snap.origin.as_ref().and_then(|o| o.inherited.get(a.file_name()));
+        let counts = match inherited {
+            Some(hash) => match fs::read(&path) {
+                Ok(bytes) => has_content(&bytes) && content_hash(&bytes) != *hash,
+                Err(e) => {
+                    warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
+                    false
+                }
+            },
+            None => match probe_content(&path) {
+                Ok((content, utf8_ok)) => {
+                    if !utf8_ok {
+                        warnings.push(format!("{rel}/{}: not valid UTF-8", a.file_name()));
+                    }
+                    content
+                }
+                Err(e) => {
+                    warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
+                    false
+                }
+            },
+        };
+        if counts {
+            snap.artifacts.insert(a);
+        }
+    }
+    if snap.artifacts.contains(Artifact::Verdict) {
+        snap.verdict = read_text(&dir.join("VERDICT.md"), rel, warnings).map(|t| parse_verdict(&t));
+    }
+    if snap.artifacts.contains(Artifact::Decomposition) {
+        snap.plan = read_text(&dir.join("DECOMPOSITION.md"), rel, warnings).map(|t| parse_decomposition(&t));
+    }
+    if control.contains(&STATE_FILE) {
+        match fs::read(dir.join(STATE_FILE)) {
+            Ok(bytes) => {
+                let word = String::from_utf8_lossy(&bytes);
+                match State::parse(&word) {
+                    Some(s) => snap.state_file = Some(s),
+                    None => warnings.push(format!(
+                        "{rel}/{STATE_FILE}: unknown state `{}` (ignored; the artifacts decide)",
+                        word.trim().chars().take(40).collect::<String>()
+                    )),
+                }
+            }
+            Err(e) => warnings.push(format!("{rel}/{STATE_FILE}: cannot read: {e}")),
+        }
+    }
+    if control.contains(&STOP_FILE) {
+        match fs::read(dir.join(STOP_FILE)) {
+            Ok(bytes) => {
+                let text = String::from_utf8_lossy(&bytes).trim().to_string();
+                snap.stop = Some(if text.is_empty() { "stopped by the orchestrator".into() } else { text });
+            }
+            Err(e) => warnings.push(format!("{rel}/{STOP_FILE}: cannot read: {e}")),
+        }
+    }
+    snap
+}
+
+fn has_content(bytes: &[u8]) -> bool {
+    bytes.iter().any(|b| !b.is_ascii_whitespace())
+}
+
+/// Whether a file holds anything but whitespace, reading only as far as needed; and whether
+/// the part read is valid UTF-8.
+fn probe_content(path: &Path) -> std::io::Result<(bool, bool)> {
+    let mut file = fs::File::open(path)?;
+    let mut buf = [0u8; 4096];
+    let mut first = true;
+    let mut utf8_ok = true;
+    let mut read_total = 0usize;
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok((false, utf8_ok));
+        }
+        if first {
+            first = false;
+            if let Err(e) = std::str::from_utf8(&buf[..n]) {
+                // A character cut at the buffer's end is fine; anything else is not UTF-8.
+                utf8_ok = e.error_len().is_none();
+            }
+        }
+        if has_content(&buf[..n]) {
+            return Ok((true, utf8_ok));
+        }
+        read_total += n;
+        if read_total >= MAX_PARSED_BYTES {
+            return Ok((false, utf8_ok));
+        }
+    }
+}
+
+fn read_text(path: &Path, rel: &str, warnings: &mut Vec<String>) -> Option<String> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+    match crate::fsx::read_prefix(path, MAX_PARSED_BYTES) {
+        Ok((bytes, truncated)) => {
+            if truncated {
+                let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                warnings.push(format!(
+                    "{rel}/{name}: {:.1} MB; only the first {} KiB were read",
+                    size as f64 / 1e6,
+                    MAX_PARSED_BYTES / 1024
+                ));
+            }
+            match String::from_utf8(bytes) {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    if !(truncated && e.utf8_error().error_len().is_none()) {
+                        warnings.push(format!("{rel}/{name}: not valid UTF-8; read with replacement characters"));
+                    }
+                    Some(String::from_utf8_lossy(e.as_bytes()).into_owned())
+                }
+            }
+        }
+        Err(e) => {
+            warnings.push(format!("{rel}/{name}: cannot read: {e}"));
+            None
+        }
+    }
+}

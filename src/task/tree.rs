@@ -1,0 +1,227 @@
+//! Discovery: one sorted walk over `tasks/` and `.automaton/tasks/` (sub-tasks under
+//! `<task>/subtasks/<name>/`, any depth), reading each folder and deciding its state, sub-tasks
+//! before parents. Symlinks to folders are followed once; a loop, an unreadable folder, a
+//! non-UTF-8 name or a stray file is a warning naming the path, never a crash.
+
+use super::snapshot::{SUBTASKS_DIR, Snapshot, read_snapshot};
+use crate::state::{ChildFacts, Decision, Facts, PhaseConfig, PlannedSubtask, State, Verdict, decide};
+use std::collections::HashSet;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// One task folder.
+#[derive(Debug, Clone)]
+pub struct TaskNode {
+    /// Relative to the project, `/`-separated: `tasks/a/subtasks/b`.
+    pub rel: String,
+    pub dir: PathBuf,
+    pub name: String,
+    pub parent: Option<usize>,
+    pub children: Vec<usize>,
+    pub depth: usize,
+    pub snap: Snapshot,
+    pub decision: Decision,
+}
+
+impl TaskNode {
+    pub fn state(&self) -> State {
+        self.decision.state
+    }
+
+    /// The verdict behind a terminal state, where VERDICT.md gave one.
+    pub fn verdict(&self) -> Option<Verdict> {
+        self.snap.verdict.as_ref().and_then(|v| v.verdict.clone().ok())
+    }
+}
+
+/// Every task of a project, parents before their sub-tasks, siblings sorted by name.
+#[derive(Debug, Clone, Default)]
+pub struct TaskTree {
+    pub nodes: Vec<TaskNode>,
+    pub warnings: Vec<String>,
+}
+
+impl TaskTree {
+    /// Walk the whole project.
+    pub fn load(project: &Path, config: &PhaseConfig) -> TaskTree {
+        let mut w = Walker::new();
+        for root in super::name::ROOTS {
+            let dir = project.join(root);
+            match fs::symlink_metadata(&dir) {
+                Ok(_) => {
+                    if let Ok(m) = fs::metadata(&dir) {
+                        w.seen.insert((m.dev(), m.ino()));
+                    }
+                    w.walk_children(&dir, root, None, 0, true)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => w.warnings.push(format!("{root}: cannot read: {e}")),
+            }
+        }
+        w.finish(config)
+    }
+
+    /// Walk one task folder and its sub-tasks (the orchestrator re-reads only what it drives).
+    pub fn load_task(project: &Path, rel: &str, config: &PhaseConfig) -> TaskTree {
+        let mut w = Walker::new();
+        let dir = project.join(rel);
+        let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
+        let depth = rel.matches("/subtasks/").count();
+        w.visit_task(&dir, rel.to_string(), name, None, depth);
+        w.finish(config)
+    }
+
+    pub fn find(&self, rel: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.rel == rel)
+    }
+}
+
+struct Walker {
+    nodes: Vec<TaskNode>,
+    warnings: Vec<String>,
+    /// (device, inode) of every folder visited, so a symlink loop is seen, not followed.
+    seen: HashSet<(u64, u64)>,
+}
+
+impl Walker {
+    fn new() -> Self {
+        Walker {
+            nodes: Vec::new(),
+            warnings: Vec::new(),
+            seen: HashSet::new(),
+        }
+    }
+
+    /// Visit the entries of a folder that holds task folders (a root or a `subtasks/`).
+    fn walk_children(&mut self, dir: &Path, rel: &str, parent: Option<usize>, depth: usize, is_root: bool) {
+        let entries = match fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) => {
+                self.warnings.push(format!("{rel}: cannot read folder: {e}"));
+                return;
+            }
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            match entry {
+                Ok(e) => names.push(e.file_name()),
+                Err(e) => self.warnings.push(format!("{rel}: cannot read an entry: {e}")),
+            }
+        }
+        names.sort();
+        for os_name in names {
+            let path = dir.join(&os_name);
+            let Some(name) = os_name.to_str() else {
+                self.warnings.push(format!(
+                    "{rel}/{}: name is not UTF-8; skipped",
+                    os_name.to_string_lossy()
+                ));
+                continue;
+            };
+            if name.starts_with('.') {
+                continue;
+            }
+            let child_rel = format!("{rel}/{name}");
+            match fs::metadata(&path) {
+                Ok(m) if m.is_dir() => {
+                    if is_root && name == "subtasks" {
+                        self.warnings.push(format!("{child_rel}: a `subtasks` folder directly under {rel}/ (skipped)"));
+                        continue;
+                    }
+                    self.visit_task(&path, child_rel, name.to_string(), parent, depth);
+                }
+                Ok(_) => self.warnings.push(format!("{child_rel}: stray file, not a task folder (ignored)")),
+                Err(e) => self.warnings.push(format!("{child_rel}: cannot read: {e}")),
+            }
+        }
+    }
+
+    fn visit_task(&mut self, dir: &Path, rel: String, name: String, parent: Option<usize>, depth: usize) {
+        match fs::metadata(dir) {
+            Ok(m) => {
+                if !self.seen.insert((m.dev(), m.ino())) {
+                    self.warnings.push(format!("{rel}: symlink loop or second link to a task already seen; skipped"));
+                    return;
+                }
+            }
+            Err(e) => {
+                self.warnings.push(format!("{rel}: cannot read: {e}"));
+                return;
+            }
+        }
+        let snap = read_snapshot(dir, &rel, &mut self.warnings);
+        let has_subtasks = snap.has_subtasks_dir;
+        let index = self.nodes.len();
+        self.nodes.push(TaskNode {
+            rel: rel.clone(),
+            dir: dir.to_path_buf(),
+            name,
+            parent,
+            children: Vec::new(),
+            depth,
+            snap,
+            decision: Decision {
+                state: State::New,
+                reason: None,
+                waiting_on: Vec::new(),
+                blocked: Vec::new(),
+                counts: None,
+                missing: Vec::new(),
+                orphans: Vec::new(),
+            },
+        });
+        if let Some(p) = parent {
+            self.nodes[p].children.push(index);
+        }
+        if has_subtasks {
+            let sub = dir.join(SUBTASKS_DIR);
+            let sub_rel = format!("{rel}/{SUBTASKS_DIR}");
+            if fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
+                self.walk_children(&sub, &sub_rel, Some(index), depth + 1, false);
+            } else {
+                self.warnings.push(format!("{sub_rel}: not a folder (ignored)"));
+            }
+        }
+    }
+
+    fn finish(mut self, config: &PhaseConfig) -> TaskTree {
+        // Children come after their parent in the walk, so deciding in reverse decides every
+        // sub-task before its parent.
+        for i in (0..self.nodes.len()).rev() {
+            let children: Vec<ChildFacts> = self.nodes[i]
+                .children
+                .iter()
+                .map(|c| {
+                    let n = &self.nodes[*c];
+                    ChildFacts {
+                        name: n.name.clone(),
+                        state: n.state(),
+                        verdict: n.verdict(),
+                    }
+                })
+                .collect();
+            let node = &self.nodes[i];
+            let planned: Option<Result<Vec<PlannedSubtask>, String>> = node
+                .snap
+                .plan
+                .as_ref()
+                .map(|p| p.as_ref().map(|p| p.planned()).map_err(|e| e.to_string()));
+            let facts = Facts {
+                artifacts: node.snap.artifacts,
+                verdict: node.snap.verdict.as_ref().map(|v| v.verdict.clone()),
+                plan: planned.as_ref().map(|p| p.as_ref().map(Vec::as_slice).map_err(Clone::clone)),
+                children: &children,
+                start: node.snap.origin.as_ref().and_then(|o| State::parse(&o.start)),
+                stop: node.snap.stop.as_deref(),
+                is_subtask: node.parent.is_some() || node.depth > 0,
+            };
+            let decision = decide(&facts, config);
+            self.nodes[i].decision = decision;
+        }
+        TaskTree {
+            nodes: self.nodes,
+            warnings: self.warnings,
+        }
+    }
+}
