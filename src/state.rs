@@ -423,10 +423,12 @@ pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
     if let Some(reason) = facts.stop {
         return Decision::human(reason.to_string());
     }
-    let verdict = facts
-        .artifacts
-        .contains(Artifact::Verdict)
-        .then(|| facts.verdict.clone().unwrap_or(Err("VERDICT.md could not be read".into())));
+    let verdict = facts.artifacts.contains(Artifact::Verdict).then(|| {
+        facts
+            .verdict
+            .clone()
+            .unwrap_or(Err("VERDICT.md could not be read".into()))
+    });
     if facts.artifacts.contains(Artifact::Decomposition) {
         return decide_parent(facts, verdict);
     }
@@ -446,7 +448,9 @@ pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
 
 fn start_decision(start: State) -> Decision {
     match start {
-        State::HumanIntervention => Decision::human("the task was created in state human_intervention"),
+        State::HumanIntervention => {
+            Decision::human("the task was created in state human_intervention")
+        }
         s => Decision::plain(s),
     }
 }
@@ -482,7 +486,9 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
     loop {
         let mut changed = false;
         for p in plan {
-            if blocked.iter().any(|(b, _)| *b == p.name) || child(&p.name).is_some_and(|c| c.state.is_terminal()) {
+            if blocked.iter().any(|(b, _)| *b == p.name)
+                || child(&p.name).is_some_and(|c| c.state.is_terminal())
+            {
                 continue;
             }
             let blocker = p.depends_on.iter().find(|dep| {

@@ -99,7 +99,10 @@ fn header_columns(cells: &[String]) -> Option<Columns> {
             "dependson" | "depends" | "dependencies" | "deps" => c.deps = Some(i),
             "files" | "filesowned" | "owns" => c.files = Some(i),
             "scope" | "description" | "acceptancecriteria" => c.scope = Some(i),
-            h if h.starts_with("estimated") || h.starts_with("peak") || h.starts_with("estimate") => {
+            h if h.starts_with("estimated")
+                || h.starts_with("peak")
+                || h.starts_with("estimate") =>
+            {
                 c.estimate = Some(i)
             }
             _ => {}
@@ -159,7 +162,11 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
         if is_separator(&cs) {
             continue;
         }
-        let cell = |col: Option<usize>| col.and_then(|c| cs.get(c)).map(String::as_str).unwrap_or("");
+        let cell = |col: Option<usize>| {
+            col.and_then(|c| cs.get(c))
+                .map(String::as_str)
+                .unwrap_or("")
+        };
         let name = cell(Some(name_col)).to_string();
         if name.is_empty() {
             return err(i, "cell `Sub-task` is empty");
@@ -174,9 +181,17 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
             );
         }
         let wave_text = cell(Some(wave_col));
-        let wave = match wave_text.trim_start_matches(|c: char| c.is_alphabetic() || c == ' ').parse::<u32>() {
+        let wave = match wave_text
+            .trim_start_matches(|c: char| c.is_alphabetic() || c == ' ')
+            .parse::<u32>()
+        {
             Ok(w) if w > 0 => w,
-            _ => return err(i, format!("cell `Wave`: `{wave_text}` is not a wave number (1, 2, ...)")),
+            _ => {
+                return err(
+                    i,
+                    format!("cell `Wave`: `{wave_text}` is not a wave number (1, 2, ...)"),
+                );
+            }
         };
         let est_text = cell(cols.estimate);
         let estimate = if list(est_text).is_empty() {
@@ -188,13 +203,21 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
                 Err(_) => {
                     return err(
                         i,
-                        format!("cell `Estimated peak context`: `{est_text}` is not a token count like 6k"),
+                        format!(
+                            "cell `Estimated peak context`: `{est_text}` is not a token count like 6k"
+                        ),
                     );
                 }
             }
         };
         if let Some(prev) = rows.iter().find(|r| r.name == name) {
-            return err(i, format!("sub-task `{name}` is listed twice (also on line {})", prev.line));
+            return err(
+                i,
+                format!(
+                    "sub-task `{name}` is listed twice (also on line {})",
+                    prev.line
+                ),
+            );
         }
         rows.push(SubtaskRow {
             name,
@@ -218,7 +241,13 @@ fn check_graph(rows: &[SubtaskRow]) -> Result<(), PlanError> {
     for r in rows {
         for d in &r.depends_on {
             if index(d).is_none() {
-                return err(r.line, format!("cell `Depends on`: `{}` depends on unknown sub-task `{d}`", r.name));
+                return err(
+                    r.line,
+                    format!(
+                        "cell `Depends on`: `{}` depends on unknown sub-task `{d}`",
+                        r.name
+                    ),
+                );
             }
             if *d == r.name {
                 return err(r.line, format!("dependency cycle: {0} -> {0}", r.name));
@@ -269,7 +298,10 @@ fn check_graph(rows: &[SubtaskRow]) -> Result<(), PlanError> {
             && let Some(cycle) = visit(start, rows, &mut marks, &mut Vec::new())
         {
             let names: Vec<&str> = cycle.iter().map(|i| rows[*i].name.as_str()).collect();
-            return err(rows[cycle[0]].line, format!("dependency cycle: {}", names.join(" -> ")));
+            return err(
+                rows[cycle[0]].line,
+                format!("dependency cycle: {}", names.join(" -> ")),
+            );
         }
     }
     for r in rows {
@@ -313,15 +345,40 @@ mod tests {
 
     #[test]
     fn refusals_name_line_and_cell() {
-        let e = |rows: &str| parse_decomposition(&format!("{HEADER}{rows}")).unwrap_err().to_string();
-        assert_eq!(e("| a | 1 | - | 6k | - | x |\n| b | 2 | zed | 6k | - | x |\n"), "line 6: cell `Depends on`: `b` depends on unknown sub-task `zed`");
-        assert!(e("| a | 1 | - | 6k | - | x |\n| a | 1 | - | 6k | - | x |\n").contains("line 6: sub-task `a` is listed twice (also on line 5)"));
-        assert_eq!(e("| a | 1 | b | 6k | - | x |\n| b | 2 | a | 6k | - | x |\n"), "line 5: dependency cycle: a -> b -> a");
-        assert!(e("| a | 1 | - | 6k | - | x |\n| b | 1 | a | 6k | - | x |\n").contains("line 6: cell `Wave`: `b` is in wave 1 but depends on `a` in wave 1"));
-        assert!(e("| Parse Config | 1 | - | 6k | - | x |\n").contains("line 5: cell `Sub-task`: `Parse Config` is not a kebab-case name (try `parse-config`)"));
+        let e = |rows: &str| {
+            parse_decomposition(&format!("{HEADER}{rows}"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            e("| a | 1 | - | 6k | - | x |\n| b | 2 | zed | 6k | - | x |\n"),
+            "line 6: cell `Depends on`: `b` depends on unknown sub-task `zed`"
+        );
+        assert!(
+            e("| a | 1 | - | 6k | - | x |\n| a | 1 | - | 6k | - | x |\n")
+                .contains("line 6: sub-task `a` is listed twice (also on line 5)")
+        );
+        assert_eq!(
+            e("| a | 1 | b | 6k | - | x |\n| b | 2 | a | 6k | - | x |\n"),
+            "line 5: dependency cycle: a -> b -> a"
+        );
+        assert!(
+            e("| a | 1 | - | 6k | - | x |\n| b | 1 | a | 6k | - | x |\n")
+                .contains("line 6: cell `Wave`: `b` is in wave 1 but depends on `a` in wave 1")
+        );
+        assert!(e("| Parse Config | 1 | - | 6k | - | x |\n").contains(
+            "line 5: cell `Sub-task`: `Parse Config` is not a kebab-case name (try `parse-config`)"
+        ));
         assert!(e("| a | first | - | 6k | - | x |\n").contains("line 5: cell `Wave`"));
-        assert!(e("| a | 1 | - | lots | - | x |\n").contains("line 5: cell `Estimated peak context`"));
+        assert!(
+            e("| a | 1 | - | lots | - | x |\n").contains("line 5: cell `Estimated peak context`")
+        );
         assert!(e("").contains("no rows"));
-        assert!(parse_decomposition("just prose\n").unwrap_err().to_string().contains("no sub-task table"));
+        assert!(
+            parse_decomposition("just prose\n")
+                .unwrap_err()
+                .to_string()
+                .contains("no sub-task table")
+        );
     }
 }

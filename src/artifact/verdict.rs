@@ -78,7 +78,9 @@ pub fn parse_verdict(text: &str) -> VerdictDoc {
     }
     doc.verdict = match words.as_slice() {
         [v] => Ok(*v),
-        [] => Err("no verdict word (expected a line `Verdict: PASS`, `FAIL` or `NEEDS_REVIEW`)".into()),
+        [] => Err(
+            "no verdict word (expected a line `Verdict: PASS`, `FAIL` or `NEEDS_REVIEW`)".into(),
+        ),
         many => Err(format!(
             "more than one verdict word ({})",
             many.iter().map(|v| v.word()).collect::<Vec<_>>().join(", ")
@@ -107,7 +109,9 @@ fn verdict_colon(lower: &str) -> Option<usize> {
 }
 
 fn verdict_words(s: &str) -> Vec<Verdict> {
-    let normal = s.to_ascii_uppercase().replace("NEEDS REVIEW", "NEEDS_REVIEW");
+    let normal = s
+        .to_ascii_uppercase()
+        .replace("NEEDS REVIEW", "NEEDS_REVIEW");
     normal
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter_map(word)
@@ -115,7 +119,11 @@ fn verdict_words(s: &str) -> Vec<Verdict> {
 }
 
 fn word(w: &str) -> Option<Verdict> {
-    match w.to_ascii_uppercase().replace("NEEDS REVIEW", "NEEDS_REVIEW").as_str() {
+    match w
+        .to_ascii_uppercase()
+        .replace("NEEDS REVIEW", "NEEDS_REVIEW")
+        .as_str()
+    {
         "PASS" | "PASSED" => Some(Verdict::Pass),
         "FAIL" | "FAILED" => Some(Verdict::Fail),
         "NEEDS_REVIEW" => Some(Verdict::NeedsReview),
@@ -141,20 +149,38 @@ mod tests {
     fn verdict_forms() {
         assert_eq!(v("Verdict: PASS\n"), Ok(Verdict::Pass));
         assert_eq!(v("# Review\n\n**Verdict**: FAIL\n"), Ok(Verdict::Fail));
-        assert_eq!(v("# Referee verdict: NEEDS_REVIEW\n"), Ok(Verdict::NeedsReview));
+        assert_eq!(
+            v("# Referee verdict: NEEDS_REVIEW\n"),
+            Ok(Verdict::NeedsReview)
+        );
         assert_eq!(v("verdict: pass\n"), Ok(Verdict::Pass));
         assert_eq!(v("- **Verdict:** needs review\n"), Ok(Verdict::NeedsReview));
         assert_eq!(v("PASS\n\nAll good.\n"), Ok(Verdict::Pass));
         // A verdict line decides even when the prose below mentions other words.
-        assert_eq!(v("Verdict: PASS\n\nThe old test would FAIL without the fix.\n"), Ok(Verdict::Pass));
+        assert_eq!(
+            v("Verdict: PASS\n\nThe old test would FAIL without the fix.\n"),
+            Ok(Verdict::Pass)
+        );
     }
 
     #[test]
     fn malformed_verdicts() {
-        assert!(v("Looks fine to me.\n").unwrap_err().contains("no verdict word"));
+        assert!(
+            v("Looks fine to me.\n")
+                .unwrap_err()
+                .contains("no verdict word")
+        );
         assert!(v("").unwrap_err().contains("no verdict word"));
-        assert!(v("Verdict: PASS\nVerdict: FAIL\n").unwrap_err().contains("PASS, FAIL"));
-        assert!(v("Verdict: PASS or FAIL\n").unwrap_err().contains("more than one"));
+        assert!(
+            v("Verdict: PASS\nVerdict: FAIL\n")
+                .unwrap_err()
+                .contains("PASS, FAIL")
+        );
+        assert!(
+            v("Verdict: PASS or FAIL\n")
+                .unwrap_err()
+                .contains("more than one")
+        );
         // Same word twice is one verdict.
         assert_eq!(v("Verdict: FAIL\n**Verdict**: FAIL\n"), Ok(Verdict::Fail));
     }

@@ -90,12 +90,17 @@ pub fn command_prefix(ctx: &Ctx) -> String {
     if cwd.as_deref() == Some(ctx.project.as_path()) {
         "automaton".into()
     } else {
-        format!("automaton --project {}", shell_quote(&ctx.project.display().to_string()))
+        format!(
+            "automaton --project {}",
+            shell_quote(&ctx.project.display().to_string())
+        )
     }
 }
 
 fn shell_quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -135,10 +140,20 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         State::Complete => ("none".to_string(), None),
         State::HumanIntervention => {
             let fixes = !planned_fix_tasks(tree, i).is_empty();
-            ("human".to_string(), Some(if fixes { format!("{prefix} orchestrate --manual") } else { run }))
+            (
+                "human".to_string(),
+                Some(if fixes {
+                    format!("{prefix} orchestrate --manual")
+                } else {
+                    run
+                }),
+            )
         }
         _ if waiting => ("subtasks".to_string(), Some(run)),
-        s => (s.next_phase().map_or("none", |p| p.word()).to_string(), Some(run)),
+        s => (
+            s.next_phase().map_or("none", |p| p.word()).to_string(),
+            Some(run),
+        ),
     };
     let plan_row = node.parent.and_then(|p| {
         tree.nodes[p]
@@ -162,11 +177,24 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
             Some(SubtaskSummary {
                 counts,
                 waves: (1..=max_wave)
-                    .map(|w| plan.rows.iter().filter(|r| r.wave == w).map(|r| r.name.clone()).collect())
+                    .map(|w| {
+                        plan.rows
+                            .iter()
+                            .filter(|r| r.wave == w)
+                            .map(|r| r.name.clone())
+                            .collect()
+                    })
                     .filter(|v: &Vec<String>| !v.is_empty())
                     .collect(),
                 waiting_on: d.waiting_on.clone(),
-                blocked: d.blocked.iter().map(|(n, by)| Blocked { name: n.clone(), by: by.clone() }).collect(),
+                blocked: d
+                    .blocked
+                    .iter()
+                    .map(|(n, by)| Blocked {
+                        name: n.clone(),
+                        by: by.clone(),
+                    })
+                    .collect(),
                 missing: d.missing.clone(),
                 orphans: d.orphans.clone(),
             })
@@ -181,7 +209,12 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         status: status_label(tree, i),
         next_step,
         command,
-        artifacts: node.snap.artifacts.iter().map(Artifact::file_name).collect(),
+        artifacts: node
+            .snap
+            .artifacts
+            .iter()
+            .map(Artifact::file_name)
+            .collect(),
         reason: d.reason.clone(),
         verdict: node.verdict().map(|v| v.word()),
         wave: plan_row.as_ref().map(|r| r.wave),
@@ -197,7 +230,9 @@ fn next_step_title(v: &TaskView) -> String {
         "none" => "None (complete)".into(),
         "human" => "Human decision".into(),
         "subtasks" => match &v.subtasks {
-            Some(s) if !s.waiting_on.is_empty() => format!("Sub-tasks (waiting on {})", s.waiting_on.join(", ")),
+            Some(s) if !s.waiting_on.is_empty() => {
+                format!("Sub-tasks (waiting on {})", s.waiting_on.join(", "))
+            }
             _ => "Sub-tasks".into(),
         },
         word => crate::state::Phase::ALL
@@ -212,7 +247,11 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     let _ = writeln!(out, "**Task: {}**", v.path);
     let _ = writeln!(out, "- **Status**: {} (state `{}`)", v.status, v.state);
     let _ = writeln!(out, "- **Next Step**: {}", next_step_title(v));
-    let _ = writeln!(out, "- **Auto-Execute**: {}", if auto_execute { "YES" } else { "NO" });
+    let _ = writeln!(
+        out,
+        "- **Auto-Execute**: {}",
+        if auto_execute { "YES" } else { "NO" }
+    );
     match &v.command {
         Some(c) => {
             let _ = writeln!(out, "- **Command**:\n  > \"{c}\"");
@@ -222,7 +261,11 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         }
     }
     if let Some(w) = v.wave {
-        let deps = if v.depends_on.is_empty() { "-".to_string() } else { v.depends_on.join(", ") };
+        let deps = if v.depends_on.is_empty() {
+            "-".to_string()
+        } else {
+            v.depends_on.join(", ")
+        };
         let _ = writeln!(out, "- **Wave**: {w} (depends on: {deps})");
     }
     if let Some(by) = &v.blocked_by {
@@ -234,14 +277,22 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
             let _ = writeln!(out, "  - Wave {}: {}", i + 1, wave.join(", "));
         }
         if !s.blocked.is_empty() {
-            let list: Vec<String> = s.blocked.iter().map(|b| format!("{} (by {})", b.name, b.by)).collect();
+            let list: Vec<String> = s
+                .blocked
+                .iter()
+                .map(|b| format!("{} (by {})", b.name, b.by))
+                .collect();
             let _ = writeln!(out, "- **Blocked**: {}", list.join(", "));
         }
         if !s.missing.is_empty() {
             let _ = writeln!(out, "- **Not created yet**: {}", s.missing.join(", "));
         }
         if !s.orphans.is_empty() {
-            let _ = writeln!(out, "- **Orphans** (not in DECOMPOSITION.md): {}", s.orphans.join(", "));
+            let _ = writeln!(
+                out,
+                "- **Orphans** (not in DECOMPOSITION.md): {}",
+                s.orphans.join(", ")
+            );
         }
     }
     if let Some(r) = &v.reason {
@@ -257,7 +308,11 @@ pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut Str
     if created {
         let _ = writeln!(out, "\n**Auto-created tasks from {}**:", v.path);
     } else {
-        let _ = writeln!(out, "\n**Tasks manual mode creates from {}** (`{prefix} orchestrate --manual`):", v.path);
+        let _ = writeln!(
+            out,
+            "\n**Tasks manual mode creates from {}** (`{prefix} orchestrate --manual`):",
+            v.path
+        );
     }
     for f in &v.fix_tasks {
         let _ = writeln!(
@@ -276,7 +331,12 @@ pub fn print_warnings(warnings: &[String]) {
 }
 
 /// The full report: every task in walk order.
-pub fn render_report(tree: &TaskTree, prefix: &str, auto_execute: bool, fixes_created: bool) -> String {
+pub fn render_report(
+    tree: &TaskTree,
+    prefix: &str,
+    auto_execute: bool,
+    fixes_created: bool,
+) -> String {
     let mut out = String::new();
     if tree.nodes.is_empty() {
         let _ = writeln!(
@@ -303,7 +363,9 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
     print_warnings(&tree.warnings);
     let prefix = command_prefix(ctx);
     if args.json {
-        let tasks: Vec<TaskView> = (0..tree.nodes.len()).map(|i| task_view(&tree, i, &prefix)).collect();
+        let tasks: Vec<TaskView> = (0..tree.nodes.len())
+            .map(|i| task_view(&tree, i, &prefix))
+            .collect();
         let doc = StatusDoc {
             version: STATUS_FORMAT_VERSION,
             project: ctx.project.display().to_string(),

@@ -82,3 +82,13 @@ pub struct AgentOutcome {
 pub fn run_agent(_spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
     Err(io::Error::other("agent runner not implemented yet"))
 }
+
+impl AgentEnd {
+    pub fn describe(&self) -> String {
+        format!("{self:?}")
+    }
+}
+
+pub fn install_signal_handlers() -> io::Result<std::sync::Arc<AtomicBool>> {
+    Ok(std::sync::Arc::new(AtomicBool::new(false)))
+}

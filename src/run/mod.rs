@@ -1,12 +1,376 @@
-//! Acting on decisions: the loop driver, the agent runner, the project lock.
+//! Acting on decisions: `orchestrate` picks a task, drives it phase by phase through an agent
+//! command (sub-tasks in parallel waves), and stops at completion or where a human must decide.
 
 pub mod agent;
+mod driver;
 pub mod lock;
+pub mod phase;
+pub mod progress;
+pub mod subtasks;
 
 use crate::Ctx;
 use crate::cli::OrchestrateArgs;
+use crate::exit;
+use crate::report::{self, command_prefix, phase_config, render_report, task_view};
+use crate::settings::{Origin, Settings, value::parse_duration};
+use crate::state::{PhaseConfig, State};
+use crate::task::{NewTask, TASK_FILE, TaskTree, create_task, name};
+use agent::AgentEnd;
+use progress::Progress;
+use serde_json::json;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// Caps and grace periods of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub iterations: u64,
+    pub phase: Duration,
+    pub total: Duration,
+    pub stall: Duration,
+    pub jobs: usize,
+    pub contract_grace: Duration,
+    pub kill_grace: Duration,
+}
+
+/// Everything a run shares across tasks and threads.
+pub struct Run<'a> {
+    pub settings: &'a Settings,
+    pub config: PhaseConfig,
+    pub agent_command: &'a str,
+    pub verify_command: Option<&'a str>,
+    pub limits: Limits,
+    pub deadline: Instant,
+    pub cancel: &'a AtomicBool,
+    pub progress: &'a Progress,
+    /// Max peak context per sub-task, for prompts.
+    pub max_peak: u64,
+}
+
+/// Why a run stopped before completion; each has its own exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopKind {
+    VerdictFailed,
+    BadArtifact,
+    AgentFailed,
+    PhaseTimeout,
+    Stalled,
+    IterationCap,
+    TotalTimeCap,
+    VerifyFailed,
+    SubtasksFailed,
+    NeedsHuman,
+    Interrupted,
+}
+
+impl StopKind {
+    pub fn code(self) -> u8 {
+        match self {
+            StopKind::VerdictFailed => exit::VERDICT_FAILED,
+            StopKind::BadArtifact => exit::BAD_ARTIFACT,
+            StopKind::AgentFailed => exit::AGENT_FAILED,
+            StopKind::PhaseTimeout => exit::PHASE_TIMEOUT,
+            StopKind::Stalled => exit::STALLED,
+            StopKind::IterationCap => exit::ITERATION_CAP,
+            StopKind::TotalTimeCap => exit::TOTAL_TIME_CAP,
+            StopKind::VerifyFailed => exit::VERIFY_FAILED,
+            StopKind::SubtasksFailed => exit::SUBTASKS_FAILED,
+            StopKind::NeedsHuman => exit::NEEDS_HUMAN,
+            StopKind::Interrupted => exit::INTERRUPTED,
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            StopKind::VerdictFailed => "verdict_failed",
+            StopKind::BadArtifact => "bad_artifact",
+            StopKind::AgentFailed => "agent_failed",
+            StopKind::PhaseTimeout => "phase_timeout",
+            StopKind::Stalled => "stalled",
+            StopKind::IterationCap => "iteration_cap",
+            StopKind::TotalTimeCap => "total_time_cap",
+            StopKind::VerifyFailed => "verify_failed",
+            StopKind::SubtasksFailed => "subtasks_failed",
+            StopKind::NeedsHuman => "needs_human",
+            StopKind::Interrupted => "interrupted",
+        }
+    }
+
+    /// The stop an agent's end calls for, if it is not a plain exit.
+    pub fn from_end(end: &AgentEnd) -> Option<StopKind> {
+        match end {
+            AgentEnd::Exited(_) => None,
+            AgentEnd::PhaseTimeout => Some(StopKind::PhaseTimeout),
+            AgentEnd::TotalTimeout => Some(StopKind::TotalTimeCap),
+            AgentEnd::Stalled => Some(StopKind::Stalled),
+            AgentEnd::Cancelled => Some(StopKind::Interrupted),
+        }
+    }
+
+    /// Whether the stop belongs to the task (recorded in `.stop`, so it needs a human) or
+    /// only to this run (Ctrl-C, the total-time cap: the next run resumes where it was).
+    pub fn is_task_stop(self) -> bool {
+        !matches!(self, StopKind::Interrupted | StopKind::TotalTimeCap)
+    }
+}
+
+/// How driving a task ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Complete,
+    Stopped { kind: StopKind, reason: String },
+}
+
+fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<Settings> {
+    let mut s = Settings::load(&ctx.project)?;
+    let flags: [(&str, Option<String>, &'static str); 6] = [
+        ("agent.command", args.agent.clone(), "--agent"),
+        (
+            "limits.max_iterations",
+            args.max_iterations.map(|n| n.to_string()),
+            "--max-iterations",
+        ),
+        (
+            "limits.max_phase_time",
+            args.max_phase_time.clone(),
+            "--max-phase-time",
+        ),
+        (
+            "limits.max_total_time",
+            args.max_total_time.clone(),
+            "--max-total-time",
+        ),
+        (
+            "limits.stall_timeout",
+            args.stall_timeout.clone(),
+            "--stall-timeout",
+        ),
+        ("limits.jobs", args.jobs.map(|n| n.to_string()), "--jobs"),
+    ];
+    for (id, value, flag) in flags {
+        if let Some(v) = value {
+            s.set(id, &v, Origin::Flag(flag))?;
+        }
+    }
+    Ok(s)
+}
+
+fn env_duration(name: &str, default: Duration) -> Duration {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| parse_duration(&v).ok())
+        .unwrap_or(default)
+}
 
 /// `automaton orchestrate` / `automaton continue`.
-pub fn orchestrate_command(_ctx: &Ctx, _args: &OrchestrateArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("orchestrate is not implemented yet")
+pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<u8> {
+    let settings = settings_with_flags(ctx, args)?;
+    report::print_warnings(&settings.warnings);
+    let config = phase_config(&settings);
+    let prefix = command_prefix(ctx);
+    if args.manual || !settings.bool("agent.autopilot") {
+        return manual(ctx, &settings, &config, &prefix);
+    }
+    let Some(agent_command) = settings.text("agent.command").map(str::to_string) else {
+        anyhow::bail!(
+            "no agent command: set `- **Agent command**: ...` in .automaton/.agent.md, the \
+             AUTOMATON_AGENT variable, or --agent (recipes in examples/agents/)"
+        );
+    };
+    let _lock = lock::acquire(&ctx.project).map_err(|e| match e {
+        lock::LockError::Held { .. } => {
+            anyhow::Error::new(exit::Failure::new(exit::LOCKED, e.to_string()))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    let cancel = agent::install_signal_handlers()?;
+    let progress = Progress::new(args.json, args.quiet);
+    let limits = Limits {
+        iterations: settings.count("limits.max_iterations"),
+        phase: settings.duration("limits.max_phase_time"),
+        total: settings.duration("limits.max_total_time"),
+        stall: settings.duration("limits.stall_timeout"),
+        jobs: settings.count("limits.jobs").clamp(1, 256) as usize,
+        contract_grace: env_duration("AUTOMATON_CONTRACT_GRACE", Duration::from_secs(10)),
+        kill_grace: env_duration("AUTOMATON_KILL_GRACE", Duration::from_secs(5)),
+    };
+    let vram = crate::detect::detect(&settings, false);
+    for w in &vram.warnings {
+        progress.line(&format!("warning: {w}"));
+    }
+    let run = Run {
+        settings: &settings,
+        config,
+        agent_command: &agent_command,
+        verify_command: settings.text("agent.verify"),
+        limits,
+        deadline: Instant::now() + limits.total,
+        cancel: &cancel,
+        progress: &progress,
+        max_peak: vram.max_peak_context_kb,
+    };
+
+    let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
+        return Ok(nothing_to_do(ctx, &config, &prefix));
+    };
+    progress.event(
+        "run_started",
+        json!({"task": rel, "agent": agent_command}),
+        || format!("automaton: driving {rel} with `{agent_command}`"),
+    );
+    let outcome = driver::drive(&run, &rel, true)?;
+    let tree = TaskTree::load_task(&ctx.project, &rel, &config);
+    let quiet_human = progress.mode() != progress::Mode::Json;
+    match outcome {
+        Outcome::Complete => {
+            if quiet_human && let Some(i) = tree.find(&rel) {
+                let mut out = String::new();
+                report::render_task(&task_view(&tree, i, &prefix), true, &mut out);
+                println!("\n{out}");
+            }
+            progress.event("complete", json!({"task": rel}), String::new);
+            if quiet_human {
+                println!("ORCHESTRATION_COMPLETE");
+            }
+            Ok(exit::OK)
+        }
+        Outcome::Stopped { kind, reason } => {
+            progress.event(
+                "stop",
+                json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
+                String::new,
+            );
+            if kind == StopKind::Interrupted {
+                eprintln!(
+                    "interrupted: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
+                );
+                return Ok(kind.code());
+            }
+            if quiet_human && let Some(i) = tree.find(&rel) {
+                let mut out = String::new();
+                let mut view = task_view(&tree, i, &prefix);
+                view.reason = None;
+                report::render_task(&view, true, &mut out);
+                println!("\n{out}");
+            }
+            println!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
+            Ok(kind.code())
+        }
+    }
+}
+
+/// The task to drive: a new one from a description, `--task`, or the most advanced one.
+fn select_task(
+    ctx: &Ctx,
+    args: &OrchestrateArgs,
+    config: &PhaseConfig,
+    prefix: &str,
+) -> anyhow::Result<Option<String>> {
+    if let Some(desc) = args.description.as_deref().filter(|d| !d.trim().is_empty()) {
+        let slug = name::kebab(desc);
+        if slug.is_empty() {
+            anyhow::bail!("cannot make a task name from `{desc}`: use letters or digits");
+        }
+        let rel = format!("tasks/{slug}");
+        let dir = ctx.project.join(&rel);
+        if dir.exists() {
+            let existing = std::fs::read_to_string(dir.join(TASK_FILE)).unwrap_or_default();
+            if existing
+                .lines()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                == desc.trim()
+            {
+                return Ok(Some(rel));
+            }
+            anyhow::bail!(
+                "task {rel} already exists for another request; continue it with `{prefix} orchestrate --task {rel}` or describe the new task differently"
+            );
+        }
+        create_task(
+            &ctx.project,
+            &NewTask {
+                rel: &rel,
+                start: State::New,
+                description: Some(desc),
+                copy_from: None,
+            },
+        )?;
+        let _ = crate::detect::invalidate_cache(&ctx.project);
+        return Ok(Some(rel));
+    }
+    if let Some(task) = &args.task {
+        let rel = name::task_path(task).map_err(anyhow::Error::msg)?;
+        if !ctx.project.join(&rel).is_dir() {
+            anyhow::bail!("no task folder {rel}; `{prefix} status` lists the tasks");
+        }
+        return Ok(Some(rel));
+    }
+    let tree = TaskTree::load(&ctx.project, config);
+    report::print_warnings(&tree.warnings);
+    Ok(most_advanced(&tree))
+}
+
+/// Seed 000: the most advanced unfinished task, sub-tasks before parents, later phases first.
+/// A sub-task is driven through its top-level parent, whose waves run it with its siblings.
+pub fn most_advanced(tree: &TaskTree) -> Option<String> {
+    let best = (0..tree.nodes.len())
+        .filter(|i| !tree.nodes[*i].state().is_terminal())
+        .max_by_key(|i| {
+            let n = &tree.nodes[*i];
+            (n.depth, n.state().rank(), std::cmp::Reverse(n.rel.clone()))
+        })?;
+    let mut top = best;
+    while let Some(p) = tree.nodes[top].parent {
+        top = p;
+    }
+    Some(tree.nodes[top].rel.clone())
+}
+
+fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
+    let tree = TaskTree::load(&ctx.project, config);
+    if tree.nodes.is_empty() {
+        println!("No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`.");
+        return exit::OK;
+    }
+    print!("{}", render_report(&tree, prefix, true, false));
+    if tree
+        .nodes
+        .iter()
+        .any(|n| n.state() == State::HumanIntervention)
+    {
+        println!(
+            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above"
+        );
+        exit::NEEDS_HUMAN
+    } else {
+        println!("ORCHESTRATION_COMPLETE");
+        exit::OK
+    }
+}
+
+/// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
+/// tasks of failed verdicts (idempotently).
+fn manual(
+    ctx: &Ctx,
+    _settings: &Settings,
+    config: &PhaseConfig,
+    prefix: &str,
+) -> anyhow::Result<u8> {
+    let tree = TaskTree::load(&ctx.project, config);
+    report::print_warnings(&tree.warnings);
+    let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
+    print!("{}", render_report(&tree, prefix, false, true));
+    let new: Vec<&str> = created
+        .iter()
+        .filter(|(_, now)| *now)
+        .map(|(f, _)| f.path.as_str())
+        .collect();
+    if !new.is_empty() {
+        println!("\nCreated {} task(s): {}", new.len(), new.join(", "));
+    }
+    println!("ORCHESTRATION_COMPLETE");
+    Ok(exit::OK)
 }

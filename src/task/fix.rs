@@ -26,7 +26,9 @@ pub struct FixTask {
 /// The fix/review/tiebreak tasks a failed verdict of `tree.nodes[index]` calls for.
 pub fn planned_fix_tasks(tree: &TaskTree, index: usize) -> Vec<FixTask> {
     let node = &tree.nodes[index];
-    let Some(doc) = &node.snap.verdict else { return Vec::new() };
+    let Some(doc) = &node.snap.verdict else {
+        return Vec::new();
+    };
     if node.state() != State::HumanIntervention {
         return Vec::new();
     }
@@ -87,7 +89,11 @@ pub fn planned_fix_tasks(tree: &TaskTree, index: usize) -> Vec<FixTask> {
 
 /// `login-race: two logins at once` -> `login-race`; a long sentence -> its first words.
 fn item_slug(item: &str) -> String {
-    let head = item.split_once(':').map(|(h, _)| h).filter(|h| h.len() <= 40).unwrap_or(item);
+    let head = item
+        .split_once(':')
+        .map(|(h, _)| h)
+        .filter(|h| h.len() <= 40)
+        .unwrap_or(item);
     let head = head.trim_matches(|c: char| c == '*' || c == '`' || c.is_whitespace());
     let words: Vec<&str> = head.split_whitespace().take(6).collect();
     let slug = kebab(&words.join(" "));
@@ -127,8 +133,14 @@ mod tests {
     #[test]
     fn slugs() {
         assert_eq!(item_slug("login-race: two logins"), "login-race");
-        assert_eq!(item_slug("**Null deref** in parser: crash"), "null-deref-in-parser");
-        assert_eq!(item_slug("The cache is never invalidated when a task is created, which is bad"), "the-cache-is-never-invalidated-when");
+        assert_eq!(
+            item_slug("**Null deref** in parser: crash"),
+            "null-deref-in-parser"
+        );
+        assert_eq!(
+            item_slug("The cache is never invalidated when a task is created, which is bad"),
+            "the-cache-is-never-invalidated-when"
+        );
         assert_eq!(item_slug("!!!"), "item");
     }
 }

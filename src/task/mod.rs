@@ -52,15 +52,23 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> anyhow::Result<PathBuf
         for file in files {
             if let Ok(bytes) = fs::read(from_dir.join(file)) {
                 write_atomic(&dir.join(file), &bytes)?;
-                origin.inherited.insert(file.to_string(), snapshot::content_hash(&bytes));
+                origin
+                    .inherited
+                    .insert(file.to_string(), snapshot::content_hash(&bytes));
             }
         }
     }
     if let Some(desc) = task.description {
-        write_atomic(&dir.join(TASK_FILE), format!("# Task\n\n{}\n", desc.trim()).as_bytes())?;
+        write_atomic(
+            &dir.join(TASK_FILE),
+            format!("# Task\n\n{}\n", desc.trim()).as_bytes(),
+        )?;
     }
     if task.start != State::New || origin.from.is_some() {
-        write_atomic(&dir.join(ORIGIN_FILE), serde_json::to_string_pretty(&origin)?.as_bytes())?;
+        write_atomic(
+            &dir.join(ORIGIN_FILE),
+            serde_json::to_string_pretty(&origin)?.as_bytes(),
+        )?;
     }
     write_state(&dir, task.start)?;
     Ok(dir)
@@ -68,7 +76,10 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> anyhow::Result<PathBuf
 
 /// Write `.state` atomically.
 pub fn write_state(dir: &Path, state: State) -> std::io::Result<()> {
-    write_atomic(&dir.join(STATE_FILE), format!("{}\n", state.word()).as_bytes())
+    write_atomic(
+        &dir.join(STATE_FILE),
+        format!("{}\n", state.word()).as_bytes(),
+    )
 }
 
 /// `automaton task create`.

@@ -3,8 +3,12 @@
 /// Whether `s` is a kebab-case name: lower-case letters and digits in groups joined by `-`.
 pub fn is_kebab(s: &str) -> bool {
     !s.is_empty()
-        && s.split('-')
-            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
+        && s.split('-').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
 }
 
 /// A kebab-case name from a description: "Add user auth!" -> `add-user-auth`. Long
@@ -43,7 +47,9 @@ pub fn task_path(input: &str) -> Result<String, String> {
         return Err("the task path is empty".into());
     }
     if input.starts_with('/') || input.contains('\\') {
-        return Err(format!("`{input}` must be a path inside the project (relative, `/`-separated)"));
+        return Err(format!(
+            "`{input}` must be a path inside the project (relative, `/`-separated)"
+        ));
     }
     let (root, rest) = if let Some(r) = input.strip_prefix(".automaton/tasks/") {
         (".automaton/tasks", r)
@@ -55,7 +61,9 @@ pub fn task_path(input: &str) -> Result<String, String> {
     let parts: Vec<&str> = rest.split('/').collect();
     for (i, part) in parts.iter().enumerate() {
         if *part == ".." || *part == "." || part.is_empty() {
-            return Err(format!("`{input}` must not contain `..`, `.` or empty parts"));
+            return Err(format!(
+                "`{input}` must not contain `..`, `.` or empty parts"
+            ));
         }
         if i % 2 == 1 {
             if *part != "subtasks" {
@@ -88,18 +96,44 @@ mod tests {
         assert_eq!(kebab("  Add User-Auth!! (v2) "), "add-user-auth-v2");
         assert_eq!(kebab("!!!"), "");
         assert!(kebab(&"word ".repeat(40)).len() <= 60);
-        assert!(is_kebab("a-1") && !is_kebab("A") && !is_kebab("a--b") && !is_kebab("-a") && !is_kebab(""));
+        assert!(
+            is_kebab("a-1")
+                && !is_kebab("A")
+                && !is_kebab("a--b")
+                && !is_kebab("-a")
+                && !is_kebab("")
+        );
     }
 
     #[test]
     fn task_paths() {
         assert_eq!(task_path("auth").unwrap(), "tasks/auth");
         assert_eq!(task_path("tasks/auth/").unwrap(), "tasks/auth");
-        assert_eq!(task_path("auth/subtasks/login").unwrap(), "tasks/auth/subtasks/login");
-        assert_eq!(task_path(".automaton/tasks/auth").unwrap(), ".automaton/tasks/auth");
-        for bad in ["", "/etc", "../x", "tasks/../x", "a/b", "a/subtasks", "Auth", "a//b", "tasks/a\\b"] {
+        assert_eq!(
+            task_path("auth/subtasks/login").unwrap(),
+            "tasks/auth/subtasks/login"
+        );
+        assert_eq!(
+            task_path(".automaton/tasks/auth").unwrap(),
+            ".automaton/tasks/auth"
+        );
+        for bad in [
+            "",
+            "/etc",
+            "../x",
+            "tasks/../x",
+            "a/b",
+            "a/subtasks",
+            "Auth",
+            "a//b",
+            "tasks/a\\b",
+        ] {
             assert!(task_path(bad).is_err(), "{bad}");
         }
-        assert!(task_path("Add Auth").unwrap_err().contains("try `add-auth`"));
+        assert!(
+            task_path("Add Auth")
+                .unwrap_err()
+                .contains("try `add-auth`")
+        );
     }
 }

@@ -94,14 +94,22 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
         let path = dir.join(ORIGIN_FILE);
         match fs::read(&path).map(|b| serde_json::from_slice::<OriginFile>(&b)) {
             Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(o),
-            Ok(Ok(o)) => warnings.push(format!("{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)", o.start)),
-            Ok(Err(e)) => warnings.push(format!("{rel}/{ORIGIN_FILE}: not valid JSON ({e}); ignored")),
+            Ok(Ok(o)) => warnings.push(format!(
+                "{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)",
+                o.start
+            )),
+            Ok(Err(e)) => warnings.push(format!(
+                "{rel}/{ORIGIN_FILE}: not valid JSON ({e}); ignored"
+            )),
             Err(e) => warnings.push(format!("{rel}/{ORIGIN_FILE}: cannot read: {e}")),
         }
     }
     for a in present {
         let path = dir.join(a.file_name());
-        let inherited = snap.origin.as_ref().and_then(|o| o.inherited.get(a.file_name()));
+        let inherited = snap
+            .origin
+            .as_ref()
+            .and_then(|o| o.inherited.get(a.file_name()));
         let counts = match inherited {
             Some(hash) => match fs::read(&path) {
                 Ok(bytes) => has_content(&bytes) && content_hash(&bytes) != *hash,
@@ -131,7 +139,8 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
         snap.verdict = read_text(&dir.join("VERDICT.md"), rel, warnings).map(|t| parse_verdict(&t));
     }
     if snap.artifacts.contains(Artifact::Decomposition) {
-        snap.plan = read_text(&dir.join("DECOMPOSITION.md"), rel, warnings).map(|t| parse_decomposition(&t));
+        snap.plan = read_text(&dir.join("DECOMPOSITION.md"), rel, warnings)
+            .map(|t| parse_decomposition(&t));
     }
     if control.contains(&STATE_FILE) {
         match fs::read(dir.join(STATE_FILE)) {
@@ -152,7 +161,11 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
         match fs::read(dir.join(STOP_FILE)) {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes).trim().to_string();
-                snap.stop = Some(if text.is_empty() { "stopped by the orchestrator".into() } else { text });
+                snap.stop = Some(if text.is_empty() {
+                    "stopped by the orchestrator".into()
+                } else {
+                    text
+                });
             }
             Err(e) => warnings.push(format!("{rel}/{STOP_FILE}: cannot read: {e}")),
         }
@@ -210,7 +223,9 @@ fn read_text(path: &Path, rel: &str, warnings: &mut Vec<String>) -> Option<Strin
                 Ok(t) => Some(t),
                 Err(e) => {
                     if !(truncated && e.utf8_error().error_len().is_none()) {
-                        warnings.push(format!("{rel}/{name}: not valid UTF-8; read with replacement characters"));
+                        warnings.push(format!(
+                            "{rel}/{name}: not valid UTF-8; read with replacement characters"
+                        ));
                     }
                     Some(String::from_utf8_lossy(e.as_bytes()).into_owned())
                 }

@@ -4,7 +4,9 @@
 //! non-UTF-8 name or a stray file is a warning naming the path, never a crash.
 
 use super::snapshot::{SUBTASKS_DIR, Snapshot, read_snapshot};
-use crate::state::{ChildFacts, Decision, Facts, PhaseConfig, PlannedSubtask, State, Verdict, decide};
+use crate::state::{
+    ChildFacts, Decision, Facts, PhaseConfig, PlannedSubtask, State, Verdict, decide,
+};
 use std::collections::HashSet;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -31,7 +33,10 @@ impl TaskNode {
 
     /// The verdict behind a terminal state, where VERDICT.md gave one.
     pub fn verdict(&self) -> Option<Verdict> {
-        self.snap.verdict.as_ref().and_then(|v| v.verdict.clone().ok())
+        self.snap
+            .verdict
+            .as_ref()
+            .and_then(|v| v.verdict.clone().ok())
     }
 }
 
@@ -94,11 +99,19 @@ impl Walker {
     }
 
     /// Visit the entries of a folder that holds task folders (a root or a `subtasks/`).
-    fn walk_children(&mut self, dir: &Path, rel: &str, parent: Option<usize>, depth: usize, is_root: bool) {
+    fn walk_children(
+        &mut self,
+        dir: &Path,
+        rel: &str,
+        parent: Option<usize>,
+        depth: usize,
+        is_root: bool,
+    ) {
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
-                self.warnings.push(format!("{rel}: cannot read folder: {e}"));
+                self.warnings
+                    .push(format!("{rel}: cannot read folder: {e}"));
                 return;
             }
         };
@@ -106,7 +119,9 @@ impl Walker {
         for entry in entries {
             match entry {
                 Ok(e) => names.push(e.file_name()),
-                Err(e) => self.warnings.push(format!("{rel}: cannot read an entry: {e}")),
+                Err(e) => self
+                    .warnings
+                    .push(format!("{rel}: cannot read an entry: {e}")),
             }
         }
         names.sort();
@@ -126,22 +141,35 @@ impl Walker {
             match fs::metadata(&path) {
                 Ok(m) if m.is_dir() => {
                     if is_root && name == "subtasks" {
-                        self.warnings.push(format!("{child_rel}: a `subtasks` folder directly under {rel}/ (skipped)"));
+                        self.warnings.push(format!(
+                            "{child_rel}: a `subtasks` folder directly under {rel}/ (skipped)"
+                        ));
                         continue;
                     }
                     self.visit_task(&path, child_rel, name.to_string(), parent, depth);
                 }
-                Ok(_) => self.warnings.push(format!("{child_rel}: stray file, not a task folder (ignored)")),
+                Ok(_) => self.warnings.push(format!(
+                    "{child_rel}: stray file, not a task folder (ignored)"
+                )),
                 Err(e) => self.warnings.push(format!("{child_rel}: cannot read: {e}")),
             }
         }
     }
 
-    fn visit_task(&mut self, dir: &Path, rel: String, name: String, parent: Option<usize>, depth: usize) {
+    fn visit_task(
+        &mut self,
+        dir: &Path,
+        rel: String,
+        name: String,
+        parent: Option<usize>,
+        depth: usize,
+    ) {
         match fs::metadata(dir) {
             Ok(m) => {
                 if !self.seen.insert((m.dev(), m.ino())) {
-                    self.warnings.push(format!("{rel}: symlink loop or second link to a task already seen; skipped"));
+                    self.warnings.push(format!(
+                        "{rel}: symlink loop or second link to a task already seen; skipped"
+                    ));
                     return;
                 }
             }
@@ -180,7 +208,8 @@ impl Walker {
             if fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
                 self.walk_children(&sub, &sub_rel, Some(index), depth + 1, false);
             } else {
-                self.warnings.push(format!("{sub_rel}: not a folder (ignored)"));
+                self.warnings
+                    .push(format!("{sub_rel}: not a folder (ignored)"));
             }
         }
     }
@@ -210,9 +239,15 @@ impl Walker {
             let facts = Facts {
                 artifacts: node.snap.artifacts,
                 verdict: node.snap.verdict.as_ref().map(|v| v.verdict.clone()),
-                plan: planned.as_ref().map(|p| p.as_ref().map(Vec::as_slice).map_err(Clone::clone)),
+                plan: planned
+                    .as_ref()
+                    .map(|p| p.as_ref().map(Vec::as_slice).map_err(Clone::clone)),
                 children: &children,
-                start: node.snap.origin.as_ref().and_then(|o| State::parse(&o.start)),
+                start: node
+                    .snap
+                    .origin
+                    .as_ref()
+                    .and_then(|o| State::parse(&o.start)),
                 stop: node.snap.stop.as_deref(),
                 is_subtask: node.parent.is_some() || node.depth > 0,
             };

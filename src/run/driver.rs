@@ -1,0 +1,355 @@
+//! The loop driver: determine the state, run the phase, validate the artifact, write `.state`,
+//! repeat — and for a decomposed task, drive its sub-tasks in dependency waves in parallel.
+
+use super::phase::{run_phase, run_verify};
+use super::subtasks::{files_overlap, sync_subtasks};
+use super::{Outcome, Run, StopKind};
+use crate::artifact::decomposition::Plan;
+use crate::fsx::write_atomic;
+use crate::state::{Artifact, Phase, State, Verdict};
+use crate::task::snapshot::{STOP_FILE, Snapshot};
+use crate::task::{TaskTree, write_state};
+use serde_json::json;
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::Instant;
+
+fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
+    Outcome::Stopped {
+        kind,
+        reason: reason.into(),
+    }
+}
+
+/// Record a stop in the task folder when it belongs to the task, and say so.
+fn stop_task(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    kind: StopKind,
+    reason: String,
+) -> anyhow::Result<Outcome> {
+    if kind.is_task_stop() {
+        write_atomic(&dir.join(STOP_FILE), format!("{reason}\n").as_bytes())?;
+        write_state(dir, State::HumanIntervention)?;
+    }
+    run.progress.event(
+        "task_stopped",
+        json!({"task": rel, "kind": kind.word(), "reason": reason}),
+        || format!("✘ {rel}: {reason}"),
+    );
+    Ok(stopped(kind, reason))
+}
+
+/// Why a task the state machine put in human_intervention needs a human, as a stop.
+fn human_stop(snap: &Snapshot, reason: &str) -> StopKind {
+    if snap.stop.is_some() {
+        return StopKind::NeedsHuman;
+    }
+    if matches!(snap.plan, Some(Err(_))) {
+        return StopKind::BadArtifact;
+    }
+    if snap.plan.is_some() && reason.contains("sub-task") {
+        return StopKind::SubtasksFailed;
+    }
+    match snap.verdict.as_ref().map(|v| &v.verdict) {
+        Some(Ok(Verdict::Fail | Verdict::NeedsReview)) => StopKind::VerdictFailed,
+        Some(Err(_)) => StopKind::BadArtifact,
+        _ => StopKind::NeedsHuman,
+    }
+}
+
+/// Drive one task until it is complete or needs a human. `explicit`: the user named this task,
+/// so a stop recorded by an earlier run is cleared and the task tried again.
+pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome> {
+    let dir = run.settings.project.join(rel);
+    if explicit && dir.join(STOP_FILE).exists() {
+        std::fs::remove_file(dir.join(STOP_FILE))?;
+    }
+    let mut iterations: u64 = 0;
+    let mut warned = false;
+    loop {
+        if run.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(stopped(StopKind::Interrupted, "interrupted"));
+        }
+        if Instant::now() >= run.deadline {
+            let reason = format!("total time cap of {} reached", humanize(run.limits.total));
+            return stop_task(run, rel, &dir, StopKind::TotalTimeCap, reason);
+        }
+        let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+        if !warned {
+            for w in &tree.warnings {
+                run.progress.line(&format!("warning: {w}"));
+            }
+            warned = true;
+        }
+        let Some(node) = tree.nodes.first() else {
+            anyhow::bail!("task folder {rel} disappeared");
+        };
+        let state = node.state();
+        if node.snap.state_file != Some(state) {
+            write_state(&dir, state)?;
+        }
+        match state {
+            State::Complete => {
+                run.progress
+                    .event("task_complete", json!({"task": rel}), || {
+                        format!("✔ {rel}: complete")
+                    });
+                return Ok(Outcome::Complete);
+            }
+            State::HumanIntervention => {
+                let reason = node
+                    .decision
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "needs a human".into());
+                let kind = human_stop(&node.snap, &reason);
+                run.progress.event(
+                    "task_stopped",
+                    json!({"task": rel, "kind": kind.word(), "reason": reason}),
+                    || format!("✘ {rel}: {reason}"),
+                );
+                return Ok(stopped(kind, reason));
+            }
+            State::Decomposition if node.snap.plan.is_some() => {
+                let Some(Ok(plan)) = &node.snap.plan else {
+                    unreachable!("an invalid plan decides human_intervention")
+                };
+                sync_subtasks(run, rel, &dir, plan, &node.decision)?;
+                if let Some(stop) = run_waves(run, rel, plan)? {
+                    return Ok(stop);
+                }
+            }
+            s => {
+                let Some(phase) = s.next_phase() else {
+                    unreachable!("non-terminal states have a phase")
+                };
+                if iterations >= run.limits.iterations {
+                    let reason = format!(
+                        "iteration cap reached ({} phases in this run); next phase would be {}",
+                        run.limits.iterations,
+                        phase.word()
+                    );
+                    return stop_task(run, rel, &dir, StopKind::IterationCap, reason);
+                }
+                iterations += 1;
+                if let Some(stop) = one_phase(run, rel, &dir, phase)? {
+                    return Ok(stop);
+                }
+            }
+        }
+    }
+}
+
+/// Run one phase and validate what it left. `Some` when the task must stop.
+fn one_phase(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    phase: Phase,
+) -> anyhow::Result<Option<Outcome>> {
+    let pr = run_phase(run, phase, rel, dir)?;
+    let o = &pr.outcome;
+    let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
+    run.progress.event(
+        "phase_finished",
+        json!({
+            "task": rel, "phase": phase.word(), "attempt": pr.attempt,
+            "seconds": o.duration.as_secs_f64(), "end": o.end.describe(),
+            "contract_met": o.contract_met, "log": pr.log,
+        }),
+        || {
+            format!(
+                "  {rel}: {} ended after {:.1}s ({})",
+                phase.word(),
+                o.duration.as_secs_f64(),
+                o.end.describe()
+            )
+        },
+    );
+    if let Some(kind) = StopKind::from_end(&o.end) {
+        let reason = format!(
+            "{} during {}; see {log_rel}",
+            o.end.describe(),
+            phase.word()
+        );
+        return stop_task(run, rel, dir, kind, reason).map(Some);
+    }
+    if let super::agent::AgentEnd::Exited(status) = &o.end
+        && !status.success()
+    {
+        let reason = format!(
+            "{} during {}; see {log_rel}",
+            o.end.describe(),
+            phase.word()
+        );
+        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Some);
+    }
+    let artifact = phase.artifact();
+    let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    let Some(node) = tree.nodes.first() else {
+        anyhow::bail!("task folder {rel} disappeared");
+    };
+    if !node.snap.artifacts.contains(artifact) {
+        let name = artifact.file_name();
+        let path = dir.join(name);
+        let why = if !path.exists() {
+            if o.contract_met {
+                format!("the agent printed CONTRACT_MET but did not write {name}")
+            } else {
+                format!("the agent exited 0 but did not write {name}")
+            }
+        } else if node
+            .snap
+            .origin
+            .as_ref()
+            .is_some_and(|or| or.inherited.contains_key(name))
+        {
+            format!("{name} is unchanged from the copy this task started with")
+        } else {
+            format!("{name} is empty")
+        };
+        return stop_task(
+            run,
+            rel,
+            dir,
+            StopKind::BadArtifact,
+            format!("{why} ({} phase); see {log_rel}", phase.word()),
+        )
+        .map(Some);
+    }
+    let malformed = match artifact {
+        Artifact::Verdict => node
+            .snap
+            .verdict
+            .as_ref()
+            .and_then(|v| v.verdict.clone().err()),
+        Artifact::Decomposition => match &node.snap.plan {
+            Some(Err(e)) => Some(e.to_string()),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some(why) = malformed {
+        let reason = format!("{} is malformed: {why}", artifact.file_name());
+        return stop_task(run, rel, dir, StopKind::BadArtifact, reason).map(Some);
+    }
+    run.progress.event(
+        "artifact_validated",
+        json!({"task": rel, "phase": phase.word(), "artifact": artifact.file_name()}),
+        || format!("✔ {rel}: {} written", artifact.file_name()),
+    );
+    let verify_now = match phase {
+        Phase::Implement => true,
+        Phase::Referee => node.verdict() == Some(Verdict::Pass),
+        _ => false,
+    };
+    if verify_now
+        && let Some(cmd) = run.verify_command
+        && let Some((kind, reason)) = run_verify(run, cmd, rel, dir)?
+    {
+        let reason = if phase == Phase::Referee {
+            format!("the referee said PASS, but {reason}")
+        } else {
+            reason
+        };
+        return stop_task(run, rel, dir, kind, reason).map(Some);
+    }
+    write_state(dir, node.state())?;
+    Ok(None)
+}
+
+/// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
+/// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
+/// dependents. Returns a stop only when the whole run must end (Ctrl-C, total time cap).
+fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Option<Outcome>> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(String, anyhow::Result<Outcome>)>();
+        let mut running: Vec<String> = Vec::new();
+        let mut run_stop: Option<Outcome> = None;
+        loop {
+            let stopping =
+                run_stop.is_some() || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
+            if !stopping {
+                let tree = TaskTree::load_task(&run.settings.project, parent_rel, &run.config);
+                let state_of = |name: &str| {
+                    tree.find(&format!("{parent_rel}/subtasks/{name}"))
+                        .map(|i| tree.nodes[i].state())
+                };
+                let blocked = tree
+                    .nodes
+                    .first()
+                    .map(|n| n.decision.blocked.clone())
+                    .unwrap_or_default();
+                let mut rows: Vec<_> = plan.rows.iter().collect();
+                rows.sort_by_key(|r| r.wave);
+                for row in rows {
+                    if running.len() >= run.limits.jobs {
+                        break;
+                    }
+                    let ready = !running.contains(&row.name)
+                        && state_of(&row.name).is_some_and(|s| !s.is_terminal())
+                        && !blocked.iter().any(|(b, _)| *b == row.name)
+                        && row
+                            .depends_on
+                            .iter()
+                            .all(|d| state_of(d).is_some_and(State::is_terminal))
+                        && !running.iter().any(|r| {
+                            plan.row(r)
+                                .is_some_and(|other| files_overlap(&row.files, &other.files))
+                        });
+                    if !ready {
+                        continue;
+                    }
+                    running.push(row.name.clone());
+                    let tx = tx.clone();
+                    let name = row.name.clone();
+                    let child_rel = format!("{parent_rel}/subtasks/{name}");
+                    run.progress.event(
+                        "subtask_started",
+                        json!({"task": child_rel, "parent": parent_rel, "wave": row.wave}),
+                        || format!("▶ {child_rel}: wave {} sub-task started", row.wave),
+                    );
+                    scope.spawn(move || {
+                        let out = drive(run, &child_rel, false);
+                        let _ = tx.send((name, out));
+                    });
+                }
+            }
+            if running.is_empty() {
+                break;
+            }
+            let Ok((name, out)) = rx.recv() else { break };
+            running.retain(|r| *r != name);
+            match out {
+                Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
+                    run_stop.get_or_insert(stopped(kind, reason));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    let dir = run
+                        .settings
+                        .project
+                        .join(format!("{parent_rel}/subtasks/{name}"));
+                    let reason = format!("error: {e:#}");
+                    let _ = write_atomic(&dir.join(STOP_FILE), format!("{reason}\n").as_bytes());
+                    run.progress
+                        .line(&format!("✘ {parent_rel}/subtasks/{name}: {reason}"));
+                }
+            }
+        }
+        Ok(run_stop)
+    })
+}
+
+fn humanize(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 && s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s >= 60 && s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
+}

@@ -1,0 +1,248 @@
+//! One phase: render the prompt, run the agent, and say what came of it. The caller validates
+//! the artifact against a fresh snapshot.
+
+use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent};
+use super::{Run, StopKind};
+use crate::settings::Settings;
+use crate::state::{Artifact, Phase};
+use crate::task::TASK_FILE;
+use serde_json::json;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Files a phase may read besides the artifacts, in the order the prompt lists them.
+const CONTEXT_FILES: [&str; 3] = [TASK_FILE, "PARENT_SPEC.md", "VRAM_CONFIG.md"];
+
+/// Render `prompts/<phase>.md` for a task: fill the `{{placeholders}}`, append the contract
+/// when the prompt does not place it.
+pub fn render_prompt(
+    settings: &Settings,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+    max_peak: u64,
+) -> anyhow::Result<String> {
+    let (prompt, _) = settings.template("prompts", phase.word())?;
+    let (contract, _) = settings.template("contracts", phase.word())?;
+    let artifact = task_dir.join(phase.artifact().file_name());
+    let mut inputs = String::new();
+    let earlier = Artifact::ALL
+        .into_iter()
+        .filter(|a| *a < phase.artifact())
+        .map(Artifact::file_name);
+    for name in CONTEXT_FILES.into_iter().chain(earlier) {
+        let p = task_dir.join(name);
+        if p.is_file() {
+            inputs.push_str(&format!("- {}\n", p.display()));
+        }
+    }
+    if inputs.is_empty() {
+        inputs.push_str("- (none yet)\n");
+    }
+    let rules = match settings.find_file(".rules.md") {
+        Some((path, _)) => fs::read_to_string(&path).unwrap_or_default(),
+        None => "(none)".into(),
+    };
+    let values = [
+        ("phase", phase.word().to_string()),
+        ("task", task_rel.to_string()),
+        ("task_dir", task_dir.display().to_string()),
+        ("artifact", artifact.display().to_string()),
+        ("artifact_name", phase.artifact().file_name().to_string()),
+        ("project", settings.project.display().to_string()),
+        ("inputs", inputs.trim_end().to_string()),
+        ("rules", rules.trim_end().to_string()),
+        ("max_peak_context", max_peak.to_string()),
+        ("contract", contract.trim_end().to_string()),
+    ];
+    let mut text = prompt.clone();
+    for (key, value) in &values {
+        text = text.replace(&format!("{{{{{key}}}}}"), value);
+    }
+    if !prompt.contains("{{contract}}") {
+        text.push_str("\n\n## Contract\n\n");
+        text.push_str(contract.trim_end());
+        text.push('\n');
+    }
+    Ok(text)
+}
+
+/// The next free attempt number of `<task>/logs/<stem>-<n>.log`.
+pub fn next_attempt(logs: &Path, stem: &str) -> u32 {
+    (1..)
+        .find(|n| !logs.join(format!("{stem}-{n}.log")).exists())
+        .unwrap_or(1)
+}
+
+/// What running a phase's agent came to.
+pub struct PhaseRun {
+    pub outcome: AgentOutcome,
+    pub log: PathBuf,
+    pub attempt: u32,
+}
+
+/// Run the agent for one phase of a task.
+pub fn run_phase(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+) -> anyhow::Result<PhaseRun> {
+    let logs = task_dir.join("logs");
+    fs::create_dir_all(&logs)?;
+    let attempt = next_attempt(&logs, phase.word());
+    let log = logs.join(format!("{}-{attempt}.log", phase.word()));
+    let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
+    let prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
+    crate::fsx::write_atomic(&prompt_file, prompt.as_bytes())?;
+    let artifact = task_dir.join(phase.artifact().file_name());
+    let env: Vec<(String, String)> = [
+        ("AUTOMATON_PHASE", phase.word().to_string()),
+        ("AUTOMATON_TASK", task_rel.to_string()),
+        ("AUTOMATON_TASK_DIR", task_dir.display().to_string()),
+        ("AUTOMATON_ARTIFACT", artifact.display().to_string()),
+        ("AUTOMATON_PROMPT_FILE", prompt_file.display().to_string()),
+        (
+            "AUTOMATON_PROJECT",
+            run.settings.project.display().to_string(),
+        ),
+        ("AUTOMATON_ATTEMPT", attempt.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    run.progress.event(
+        "phase_started",
+        json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
+        || format!("▶ {task_rel}: {} (attempt {attempt})", phase.word()),
+    );
+    let started = Instant::now();
+    let live = |line: &str| {
+        run.progress.live(&format!(
+            "{task_rel} · {} · {}s · {line}",
+            phase.word(),
+            started.elapsed().as_secs()
+        ))
+    };
+    let spec = AgentSpec {
+        command: run.agent_command,
+        cwd: &run.settings.project,
+        env: &env,
+        prompt: &prompt,
+        log_path: &log,
+        phase_timeout: run.limits.phase,
+        stall_timeout: Some(run.limits.stall),
+        deadline: Some(run.deadline),
+        cancel: run.cancel,
+        contract_grace: run.limits.contract_grace,
+        kill_grace: run.limits.kill_grace,
+        on_line: Some(&live),
+    };
+    let outcome = run_agent(&spec)?;
+    journal(task_dir, phase.word(), attempt, &outcome);
+    Ok(PhaseRun {
+        outcome,
+        log,
+        attempt,
+    })
+}
+
+/// Run the verify command (same runner, same caps), logging to `logs/verify-<n>.log`.
+/// `Ok(None)` when it passed; `Ok(Some(reason))` when it failed.
+pub fn run_verify(
+    run: &Run<'_>,
+    command: &str,
+    task_rel: &str,
+    task_dir: &Path,
+) -> anyhow::Result<Option<(StopKind, String)>> {
+    let logs = task_dir.join("logs");
+    fs::create_dir_all(&logs)?;
+    let attempt = next_attempt(&logs, "verify");
+    let log = logs.join(format!("verify-{attempt}.log"));
+    run.progress.event(
+        "verify_started",
+        json!({"task": task_rel, "command": command, "log": log}),
+        || format!("▶ {task_rel}: verify `{command}`"),
+    );
+    let env = vec![(
+        "AUTOMATON_TASK_DIR".to_string(),
+        task_dir.display().to_string(),
+    )];
+    let spec = AgentSpec {
+        command,
+        cwd: &run.settings.project,
+        env: &env,
+        prompt: "",
+        log_path: &log,
+        phase_timeout: run.limits.phase,
+        stall_timeout: None,
+        deadline: Some(run.deadline),
+        cancel: run.cancel,
+        contract_grace: run.limits.contract_grace,
+        kill_grace: run.limits.kill_grace,
+        on_line: None,
+    };
+    let outcome = run_agent(&spec)?;
+    let rel_log = format!("{task_rel}/logs/verify-{attempt}.log");
+    let failed = match &outcome.end {
+        AgentEnd::Exited(s) if s.success() => None,
+        AgentEnd::Exited(_) => Some((
+            StopKind::VerifyFailed,
+            format!(
+                "verify command `{command}` failed ({}); see {rel_log}",
+                outcome.end.describe()
+            ),
+        )),
+        other => Some(StopKind::from_end(other).map_or(
+            (
+                StopKind::VerifyFailed,
+                format!("verify command `{command}`: {}", other.describe()),
+            ),
+            |k| {
+                (
+                    k,
+                    format!("verify command `{command}`: {}", other.describe()),
+                )
+            },
+        )),
+    };
+    run.progress.event(
+        "verify_finished",
+        json!({"task": task_rel, "ok": failed.is_none(), "log": log}),
+        || match &failed {
+            None => format!("✔ {task_rel}: verify passed"),
+            Some((_, r)) => format!("✘ {task_rel}: {r}"),
+        },
+    );
+    Ok(failed)
+}
+
+/// Append one line to the task's run journal (`logs/journal.jsonl`, versioned JSON lines).
+fn journal(task_dir: &Path, phase: &str, attempt: u32, outcome: &AgentOutcome) {
+    let (end, code) = match &outcome.end {
+        AgentEnd::Exited(s) => ("exited", s.code),
+        AgentEnd::PhaseTimeout => ("phase_timeout", None),
+        AgentEnd::TotalTimeout => ("total_timeout", None),
+        AgentEnd::Stalled => ("stalled", None),
+        AgentEnd::Cancelled => ("cancelled", None),
+    };
+    let line = json!({
+        "v": 1,
+        "phase": phase,
+        "attempt": attempt,
+        "finished_at": super::progress::unix_seconds(),
+        "seconds": outcome.duration.as_secs_f64(),
+        "end": end,
+        "exit_code": code,
+        "contract_met": outcome.contract_met,
+    });
+    if let Ok(mut f) = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(task_dir.join("logs/journal.jsonl"))
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}

@@ -1,0 +1,160 @@
+//! Creating the sub-task folders a DECOMPOSITION.md lists (seed 000 "Sub-Task Creation Rules",
+//! seed 001), and the disjoint-file guard of the wave scheduler.
+
+use super::Run;
+use crate::artifact::decomposition::{Plan, SubtaskRow};
+use crate::fsx::write_atomic;
+use crate::state::{Decision, State};
+use crate::task::{NewTask, TaskTree, create_task};
+use serde_json::json;
+use std::path::Path;
+
+/// Make the folders of listed sub-tasks that do not exist yet (with `.state`, PARENT_SPEC.md
+/// and VRAM_CONFIG.md); leave existing ones untouched. Orphans (folders no longer listed) are
+/// deleted only when they never started; otherwise they are kept and named.
+pub fn sync_subtasks(
+    run: &Run<'_>,
+    parent_rel: &str,
+    parent_dir: &Path,
+    plan: &Plan,
+    decision: &Decision,
+) -> anyhow::Result<()> {
+    let project = &run.settings.project;
+    if !decision.missing.is_empty() {
+        // A decomposition is being applied: size the sub-tasks with a fresh detection.
+        let _ = crate::detect::invalidate_cache(project);
+        let vram = crate::detect::detect(run.settings, false);
+        for name in &decision.missing {
+            let Some(row) = plan.row(name) else { continue };
+            let rel = format!("{parent_rel}/subtasks/{name}");
+            let dir = create_task(
+                project,
+                &NewTask {
+                    rel: &rel,
+                    start: State::New,
+                    description: None,
+                    copy_from: None,
+                },
+            )?;
+            write_atomic(
+                &dir.join("PARENT_SPEC.md"),
+                parent_spec(parent_rel, row, vram.max_peak_context_kb).as_bytes(),
+            )?;
+            write_atomic(
+                &dir.join("VRAM_CONFIG.md"),
+                crate::detect::render_vram_config_md(&vram, row.estimate).as_bytes(),
+            )?;
+            run.progress.event(
+                "subtask_created",
+                json!({"task": rel, "wave": row.wave, "depends_on": row.depends_on, "estimate": row.estimate}),
+                || format!("+ {rel} (wave {})", row.wave),
+            );
+            if let Some(est) = row.estimate.filter(|e| *e > vram.max_peak_context_kb) {
+                run.progress.event(
+                    "warning",
+                    json!({"task": rel, "message": "estimate exceeds max peak context", "estimate": est, "max_peak": vram.max_peak_context_kb}),
+                    || format!(
+                        "warning: {rel}: estimated peak context {}k exceeds the max peak of {} tokens; consider splitting it in DECOMPOSITION.md",
+                        est / 1000,
+                        vram.max_peak_context_kb
+                    ),
+                );
+            }
+        }
+    }
+    if !decision.orphans.is_empty() {
+        let tree = TaskTree::load_task(project, parent_rel, &run.config);
+        for name in &decision.orphans {
+            let rel = format!("{parent_rel}/subtasks/{name}");
+            let started = tree
+                .find(&rel)
+                .is_none_or(|i| !tree.nodes[i].snap.artifacts.is_empty());
+            if started {
+                run.progress.event("orphan_kept", json!({"task": rel}), || {
+                    format!("warning: {rel} is no longer in DECOMPOSITION.md but has work in it; kept (delete it yourself if it is not needed)")
+                });
+            } else {
+                std::fs::remove_dir_all(parent_dir.join("subtasks").join(name))?;
+                run.progress
+                    .event("orphan_removed", json!({"task": rel}), || {
+                        format!("- {rel}: no longer in DECOMPOSITION.md and never started; removed")
+                    });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn parent_spec(parent_rel: &str, row: &SubtaskRow, max_peak: u64) -> String {
+    let deps = if row.depends_on.is_empty() {
+        "none".to_string()
+    } else {
+        row.depends_on.join(", ")
+    };
+    let files = if row.files.is_empty() {
+        "not listed".to_string()
+    } else {
+        row.files.join(", ")
+    };
+    let scope = if row.scope.is_empty() {
+        "(no scope given in DECOMPOSITION.md)"
+    } else {
+        row.scope.as_str()
+    };
+    let estimate = row
+        .estimate
+        .map_or("not given".to_string(), |e| format!("{}k tokens", e / 1000));
+    format!(
+        "# Parent specification: {name}\n\n\
+         This is sub-task `{name}` of the parent task `{parent_rel}`. Its scope comes from the\n\
+         parent's DECOMPOSITION.md; the parent's full SPEC.md is deliberately not copied here.\n\n\
+         ## Scope and acceptance criteria\n\n{scope}\n\n\
+         ## Place in the plan\n\n\
+         - **Wave**: {wave}\n- **Depends on**: {deps}\n- **Files owned**: {files}\n\n\
+         ## VRAM configuration\n\n\
+         - **Estimated peak context**: {estimate}\n- **Max peak context per sub-task**: {max_peak} tokens\n\
+         - See VRAM_CONFIG.md beside this file.\n",
+        name = row.name,
+        wave = row.wave,
+    )
+}
+
+/// Whether two `Files` lists may touch the same file: equal paths, one folder holding the
+/// other, or a glob whose fixed prefix covers the other path. Conservative on purpose: a false
+/// overlap only serializes two sub-tasks.
+pub fn files_overlap(a: &[String], b: &[String]) -> bool {
+    fn stem(p: &str) -> &str {
+        let cut = p.find(['*', '?', '[', '{']).unwrap_or(p.len());
+        p[..cut].trim_end_matches('/')
+    }
+    fn covers(x: &str, y: &str) -> bool {
+        let (sx, sy) = (stem(x), stem(y));
+        let globbed = sx.len() < x.trim_end_matches('/').len();
+        sx == sy
+            || sx.is_empty()
+            || y.starts_with(&format!("{sx}/"))
+            || (globbed && y.starts_with(sx))
+    }
+    a.iter()
+        .any(|x| b.iter().any(|y| covers(x, y) || covers(y, x)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::files_overlap;
+
+    fn v(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn overlap_rules() {
+        assert!(files_overlap(&v(&["src/a.rs"]), &v(&["src/a.rs"])));
+        assert!(files_overlap(&v(&["src/"]), &v(&["src/a.rs"])));
+        assert!(files_overlap(&v(&["src/*.rs"]), &v(&["src/a.rs"])));
+        assert!(files_overlap(&v(&["src/a.rs", "x"]), &v(&["y", "x"])));
+        assert!(!files_overlap(&v(&["src/a.rs"]), &v(&["src/ab.rs"])));
+        assert!(!files_overlap(&v(&["src/a.rs"]), &v(&["tests/a.rs"])));
+        assert!(!files_overlap(&v(&[]), &v(&["src/a.rs"])));
+    }
+}
