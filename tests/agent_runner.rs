@@ -352,3 +352,68 @@ fn missing_cwd_is_an_error() {
     spec.cwd = &missing;
     assert!(run_agent(&spec).is_err());
 }
+
+/// Runs in a child copy of this test binary (selected by an env var), because signal handlers
+/// are process-wide: the first SIGINT sets the cancel flag, the second SIGKILLs the agent group
+/// (which ignores TERM here, so only the forced path can end it quickly) and exits with 130.
+#[test]
+fn second_interrupt_kills_groups_and_exits_130() {
+    const CHILD_ENV: &str = "AUTOMATON_TEST_SIGNAL_CHILD";
+    if let Some(dir) = std::env::var_os(CHILD_ENV) {
+        let dir = PathBuf::from(dir);
+        let cancel = automaton::run::agent::install_signal_handlers().unwrap();
+        let log = dir.join("agent.log");
+        let runner_dir = dir.clone();
+        thread::spawn(move || {
+            let spec = AgentSpec {
+                command: "trap '' TERM; echo $$ > agent.pid; sleep 1000",
+                cwd: &runner_dir,
+                env: &[],
+                prompt: "",
+                log_path: &log,
+                phase_timeout: Duration::from_secs(60),
+                stall_timeout: None,
+                deadline: None,
+                cancel: &cancel,
+                contract_grace: Duration::from_secs(60),
+                kill_grace: Duration::from_secs(60),
+                on_line: None,
+            };
+            let _ = run_agent(&spec);
+        });
+        let t0 = Instant::now();
+        while !dir.join("agent.pid").exists() {
+            assert!(t0.elapsed() < Duration::from_secs(5));
+            thread::sleep(Duration::from_millis(10));
+        }
+        thread::sleep(Duration::from_millis(50));
+        signal_hook::low_level::raise(libc::SIGINT).unwrap();
+        // The runner now sends TERM and waits out its 60 s grace.
+        thread::sleep(Duration::from_millis(300));
+        signal_hook::low_level::raise(libc::SIGINT).unwrap();
+        thread::sleep(Duration::from_secs(10));
+        panic!("second SIGINT did not exit");
+    }
+
+    let fx = Fx::new();
+    let exe = std::env::current_exe().unwrap();
+    let t0 = Instant::now();
+    let status = std::process::Command::new(exe)
+        .args([
+            "--exact",
+            "second_interrupt_kills_groups_and_exits_130",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, fx.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(t0.elapsed() < Duration::from_secs(8));
+    let agent = fx.read_pid("agent.pid");
+    assert!(
+        gone_within(agent, Duration::from_secs(2)),
+        "agent {agent} alive"
+    );
+}

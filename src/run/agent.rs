@@ -153,6 +153,11 @@ const PARTIAL_MAX: usize = 8 * 1024;
 /// exit. If it exits, the end is `Exited` with its own status. If not, the group is stopped and
 /// the end is still `Exited`, with the status the stop produced (e.g. signal 15); `contract_met`
 /// is true in both cases, and the caller decides on success from `contract_met` plus the artifact.
+///
+/// Checks each poll, in this order: leader exited (wins over everything), `cancel`, `deadline`,
+/// `phase_timeout`, `stall_timeout`, then the contract grace. A cap already expired (or `cancel`
+/// already set) on entry still spawns the agent and stops it at the first poll, so the outcome
+/// always names a real pid; callers that care should check before calling.
 pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
     let log = open_log(spec.log_path)?;
     let start_len = log.metadata()?.len();
