@@ -1,11 +1,25 @@
 //! Runs one agent phase as a child process in its own process group, with the prompt on stdin,
 //! output appended to a log file, and the phase/total/stall caps and Ctrl-C enforced by killing
 //! the whole group (TERM, then KILL after a grace period).
+//!
+//! Design notes:
+//! - Output goes to a log file, never a pipe: a grandchild that escapes and keeps the descriptor
+//!   open can then never block us. The runner reads the log back (from where it was when the
+//!   phase started) to watch for growth, `CONTRACT_MET` and the last line.
+//! - The prompt is written to stdin by a detached helper thread, then stdin is closed, so an agent
+//!   that never reads stdin cannot block the runner (and `codex exec` sees EOF).
+//! - The child leads its own process group (`process_group(0)`), so the terminal's Ctrl-C does not
+//!   reach it directly; the runner forwards the stop to the whole group. A member that calls
+//!   `setsid`/`setpgid` itself escapes the group and is out of reach (documented limitation).
 
-use std::io;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::ExitStatus;
-use std::sync::atomic::AtomicBool;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::thread;
 use std::time::{Duration, Instant};
 
 /// Everything needed to run one phase.
@@ -39,12 +53,55 @@ pub struct AgentSpec<'a> {
 /// Why the phase's process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentEnd {
-    /// The agent exited by itself.
+    /// The agent exited by itself. Also used when the agent printed `CONTRACT_MET` but did not
+    /// exit within `contract_grace` and was stopped: the status is then the one the stop produced
+    /// (usually signal 15 or 9), and [`AgentOutcome::contract_met`] is true.
     Exited(ExitStatusInfo),
+    /// `phase_timeout` passed; the group was stopped.
     PhaseTimeout,
+    /// `deadline` passed; the group was stopped.
     TotalTimeout,
+    /// The log did not grow for `stall_timeout`; the group was stopped.
     Stalled,
+    /// The `cancel` flag was set (Ctrl-C / SIGTERM); the group was stopped.
     Cancelled,
+}
+
+impl AgentEnd {
+    /// A short phrase for messages, without the caps' values:
+    /// "agent exited with status 3", "agent killed by signal 9 (SIGKILL)", "phase timed out".
+    pub fn describe(&self) -> String {
+        self.describe_with(None, None)
+    }
+
+    /// Like [`AgentEnd::describe`], naming the caps that applied:
+    /// "phase timed out after 2s", "no output for 1s (stalled)".
+    pub fn describe_with(
+        &self,
+        phase_timeout: Option<Duration>,
+        stall_timeout: Option<Duration>,
+    ) -> String {
+        match self {
+            AgentEnd::Exited(info) => match (info.code, info.signal) {
+                (Some(code), _) => format!("agent exited with status {code}"),
+                (None, Some(sig)) => match signal_hook::low_level::signal_name(sig) {
+                    Some(name) => format!("agent killed by signal {sig} ({name})"),
+                    None => format!("agent killed by signal {sig}"),
+                },
+                (None, None) => "agent ended with an unknown status".to_string(),
+            },
+            AgentEnd::PhaseTimeout => match phase_timeout {
+                Some(d) => format!("phase timed out after {}", human_duration(d)),
+                None => "phase timed out".to_string(),
+            },
+            AgentEnd::TotalTimeout => "total time cap reached".to_string(),
+            AgentEnd::Stalled => match stall_timeout {
+                Some(d) => format!("no output for {} (stalled)", human_duration(d)),
+                None => "no output (stalled)".to_string(),
+            },
+            AgentEnd::Cancelled => "interrupted (Ctrl-C or SIGTERM)".to_string(),
+        }
+    }
 }
 
 /// A portable view of an exit status.
@@ -71,24 +128,543 @@ impl ExitStatusInfo {
 #[derive(Debug, Clone)]
 pub struct AgentOutcome {
     pub end: AgentEnd,
-    /// CONTRACT_MET was seen on a line of the output.
+    /// CONTRACT_MET was seen on a line of the output (see [`is_contract_line`]).
     pub contract_met: bool,
     pub pid: u32,
     pub duration: Duration,
     pub last_line: Option<String>,
 }
 
+/// Longest `last_line` kept, in characters.
+const LAST_LINE_MAX_CHARS: usize = 200;
+/// Longest slowest poll interval; polling starts at 1 ms and doubles up to this, so a fast agent
+/// is noticed within a millisecond or two and a slow one costs ~20 wake-ups a second.
+const MAX_POLL: Duration = Duration::from_millis(50);
+/// Bytes of an unfinished line kept between reads (longer lines keep their tail).
+const PARTIAL_MAX: usize = 8 * 1024;
+
 /// Run one phase. Errors only when the process cannot be started or the log cannot be written.
-pub fn run_agent(_spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
-    Err(io::Error::other("agent runner not implemented yet"))
+///
+/// Every way out stops the whole process group and reaps the child: a normal exit of the leader
+/// is followed by TERM/KILL of any group member still alive (grandchildren must not outlive a
+/// phase), and even an error or a panic in `on_line` kills the group (see `GroupGuard`).
+///
+/// `CONTRACT_MET` handling: once a contract line is seen, the agent gets `contract_grace` to
+/// exit. If it exits, the end is `Exited` with its own status. If not, the group is stopped and
+/// the end is still `Exited`, with the status the stop produced (e.g. signal 15); `contract_met`
+/// is true in both cases, and the caller decides on success from `contract_met` plus the artifact.
+///
+/// Checks each poll, in this order: leader exited (wins over everything), `cancel`, `deadline`,
+/// `phase_timeout`, `stall_timeout`, then the contract grace. A cap already expired (or `cancel`
+/// already set) on entry still spawns the agent and stops it at the first poll, so the outcome
+/// always names a real pid; callers that care should check before calling.
+pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
+    let log = open_log(spec.log_path)?;
+    let start_len = log.metadata()?.len();
+    // Only output of this run counts (the log may hold an earlier attempt).
+    let mut reader = File::open(spec.log_path)?;
+    reader.seek(SeekFrom::Start(start_len))?;
+
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(spec.command)
+        .current_dir(spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0);
+    let started = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    let stdin = child.stdin.take();
+    let mut guard = GroupGuard::new(child, spec.kill_grace);
+
+    if let Some(stdin) = stdin {
+        feed_stdin(stdin, spec.prompt)?;
+    }
+
+    let mut scan = LogScan::new(reader);
+    let mut last_growth = started;
+    let mut contract_seen_at: Option<Instant> = None;
+    let mut poll = Duration::from_millis(1);
+    let end = loop {
+        let exited = guard.child.try_wait()?;
+        if scan.poll(spec.on_line)? {
+            last_growth = Instant::now();
+        }
+        if scan.contract_met && contract_seen_at.is_none() {
+            contract_seen_at = Some(Instant::now());
+        }
+        if let Some(status) = exited {
+            guard.finish(Some(status))?;
+            break AgentEnd::Exited(ExitStatusInfo::from_status(status));
+        }
+        let now = Instant::now();
+        let stop = if spec.cancel.load(Ordering::SeqCst) {
+            Some(AgentEnd::Cancelled)
+        } else if spec.deadline.is_some_and(|d| now >= d) {
+            Some(AgentEnd::TotalTimeout)
+        } else if now.duration_since(started) >= spec.phase_timeout {
+            Some(AgentEnd::PhaseTimeout)
+        } else if spec
+            .stall_timeout
+            .is_some_and(|s| now.duration_since(last_growth) >= s)
+        {
+            Some(AgentEnd::Stalled)
+        } else {
+            None
+        };
+        if let Some(end) = stop {
+            guard.finish(None)?;
+            break end;
+        }
+        if contract_seen_at.is_some_and(|t| now.duration_since(t) >= spec.contract_grace) {
+            let status = guard.finish(None)?;
+            break AgentEnd::Exited(ExitStatusInfo::from_status(status));
+        }
+        thread::sleep(poll);
+        poll = (poll * 2).min(MAX_POLL);
+    };
+    // Output written while the group was being stopped still counts.
+    scan.poll(spec.on_line)?;
+    Ok(AgentOutcome {
+        end,
+        contract_met: scan.contract_met,
+        pid,
+        duration: started.elapsed(),
+        last_line: scan.last_line,
+    })
 }
 
-impl AgentEnd {
-    pub fn describe(&self) -> String {
-        format!("{self:?}")
+/// Whether an output line is the done signal: `CONTRACT_MET` alone on the line, allowing
+/// surrounding whitespace, markdown decoration (`**CONTRACT_MET**`, `` `CONTRACT_MET` ``, `# `,
+/// `> `, `- `) and quotes. A sentence that merely mentions the word does not count, so an agent
+/// that echoes its prompt ("print CONTRACT_MET when done") is not stopped early.
+pub fn is_contract_line(line: &str) -> bool {
+    let cleaned = strip_controls(line);
+    cleaned
+        .trim_matches(|c: char| {
+            c.is_whitespace() || matches!(c, '*' | '`' | '_' | '#' | '>' | '-' | '"' | '\'' | '.')
+        })
+        .eq("CONTRACT_MET")
+}
+
+/// Install the process-wide Ctrl-C handling and return the cancel flag to pass to
+/// [`AgentSpec::cancel`].
+///
+/// The first SIGINT or SIGTERM only sets the flag: every running [`run_agent`] sees it on its
+/// next poll, stops its agent's group (TERM, grace, KILL) and returns [`AgentEnd::Cancelled`];
+/// the caller then exits with [`crate::exit::INTERRUPTED`]. A second SIGINT or SIGTERM means
+/// "stop now": the handler SIGKILLs every agent group still registered by a running
+/// [`run_agent`] and exits the process with code 130 at once, without unwinding.
+///
+/// Call it once, early in `main`; calling it again registers a second, independent flag.
+pub fn install_signal_handlers() -> io::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        // Actions run in registration order, so the two "already set?" actions see the flag as
+        // the previous signal left it, and the first signal only sets it.
+        let f = Arc::clone(&flag);
+        // SAFETY: the action only loads atomics and calls kill(2), both async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                if f.load(Ordering::SeqCst) {
+                    kill_registered_groups();
+                }
+            })?;
+        }
+        signal_hook::flag::register_conditional_shutdown(
+            sig,
+            i32::from(crate::exit::INTERRUPTED),
+            Arc::clone(&flag),
+        )?;
+        signal_hook::flag::register(sig, Arc::clone(&flag))?;
+    }
+    Ok(flag)
+}
+
+/// Process groups of running agents, for the forced-exit path of the signal handler (which
+/// cannot lock or allocate). Zero means a free slot; more agents than slots still run, they are
+/// just not force-killed on a second Ctrl-C.
+static ACTIVE_GROUPS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
+
+fn kill_registered_groups() {
+    for slot in &ACTIVE_GROUPS {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 0 {
+            // SAFETY: kill(2) is async-signal-safe; a negative pid addresses the group.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
     }
 }
 
-pub fn install_signal_handlers() -> io::Result<std::sync::Arc<AtomicBool>> {
-    Ok(std::sync::Arc::new(AtomicBool::new(false)))
+fn register_group(pgid: i32) -> Option<usize> {
+    ACTIVE_GROUPS.iter().position(|slot| {
+        slot.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    })
+}
+
+/// Owns the child for the whole run. `finish` stops the group and reaps the leader; if the run
+/// ends any other way (an error, a panic in `on_line`), `Drop` SIGKILLs the group and reaps, so
+/// no agent outlives its runner and no zombie is left.
+struct GroupGuard {
+    child: Child,
+    pgid: libc::pid_t,
+    kill_grace: Duration,
+    slot: Option<usize>,
+    done: bool,
+}
+
+impl GroupGuard {
+    fn new(child: Child, kill_grace: Duration) -> Self {
+        // pid_t is i32; process ids never exceed that range on Linux.
+        let pgid = child.id() as libc::pid_t;
+        GroupGuard {
+            slot: register_group(pgid),
+            child,
+            pgid,
+            kill_grace,
+            done: false,
+        }
+    }
+
+    /// Stop what is left of the group and reap the leader. `status` is the leader's status when
+    /// it has already exited (and been reaped); then only stragglers are stopped.
+    fn finish(&mut self, status: Option<ExitStatus>) -> io::Result<ExitStatus> {
+        let result = if status.is_some() && !group_alive(self.pgid) {
+            Ok(status)
+        } else {
+            stop_group(&mut self.child, self.pgid, self.kill_grace, status)
+        };
+        // On an error `done` stays false, so `Drop` still kills the group and reaps.
+        let status = match result? {
+            Some(s) => s,
+            None => self.child.wait()?,
+        };
+        self.done = true;
+        self.release_slot();
+        Ok(status)
+    }
+
+    fn release_slot(&mut self) {
+        if let Some(i) = self.slot.take() {
+            ACTIVE_GROUPS[i].store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            signal_group(self.pgid, libc::SIGKILL);
+            let _ = self.child.wait();
+        }
+        self.release_slot();
+    }
+}
+
+/// TERM the group, poll up to `grace` for the leader to exit and the group to empty, then KILL
+/// whatever is left. Returns the leader's status if it has been reaped (else the caller waits).
+fn stop_group(
+    child: &mut Child,
+    pgid: libc::pid_t,
+    grace: Duration,
+    mut status: Option<ExitStatus>,
+) -> io::Result<Option<ExitStatus>> {
+    signal_group(pgid, libc::SIGTERM);
+    let t0 = Instant::now();
+    let mut poll = Duration::from_millis(1);
+    loop {
+        if status.is_none() {
+            status = child.try_wait()?;
+        }
+        // Only check the group once the leader is reaped: an unreaped leader is a zombie that
+        // still counts as a member.
+        if status.is_some() && !group_alive(pgid) {
+            return Ok(status);
+        }
+        let elapsed = t0.elapsed();
+        if elapsed >= grace {
+            break;
+        }
+        thread::sleep(poll.min(grace - elapsed));
+        poll = (poll * 2).min(MAX_POLL);
+    }
+    signal_group(pgid, libc::SIGKILL);
+    Ok(status)
+}
+
+fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
+    // ESRCH (group already gone) is the expected, harmless failure.
+    // SAFETY: plain syscall with no memory arguments.
+    unsafe {
+        libc::killpg(pgid, sig);
+    }
+}
+
+/// Whether any process is left in the group. EPERM means a member exists that we may not signal.
+fn group_alive(pgid: libc::pid_t) -> bool {
+    // SAFETY: plain syscall; signal 0 only checks for existence.
+    let rc = unsafe { libc::killpg(pgid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn open_log(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// Write the prompt and close stdin on a detached thread: a child that never reads would
+/// otherwise block us once the pipe buffer (64 KiB) is full. EPIPE and other write errors are
+/// ignored (the child may exit without reading; Rust ignores SIGPIPE, so it is an error, not a
+/// signal). If an escaped grandchild keeps the pipe open without reading, only this thread waits.
+fn feed_stdin(mut stdin: ChildStdin, prompt: &str) -> io::Result<()> {
+    if prompt.is_empty() {
+        return Ok(());
+    }
+    let bytes = prompt.as_bytes().to_vec();
+    thread::Builder::new()
+        .name("agent-stdin".into())
+        .spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        })?;
+    Ok(())
+}
+
+/// Reads the log as it grows: detects contract lines across read boundaries and keeps the last
+/// non-empty line for display.
+struct LogScan {
+    file: File,
+    buf: Vec<u8>,
+    /// The unfinished last line (at most `PARTIAL_MAX` bytes, its tail).
+    partial: Vec<u8>,
+    /// The last complete line with something visible on it.
+    last_complete: Vec<u8>,
+    contract_met: bool,
+    last_line: Option<String>,
+}
+
+impl LogScan {
+    fn new(file: File) -> Self {
+        LogScan {
+            file,
+            buf: vec![0; 64 * 1024],
+            partial: Vec::new(),
+            last_complete: Vec::new(),
+            contract_met: false,
+            last_line: None,
+        }
+    }
+
+    /// Read what was appended since the last call. Returns whether the log grew.
+    fn poll(&mut self, on_line: Option<&(dyn Fn(&str) + Sync)>) -> io::Result<bool> {
+        let mut grew = false;
+        // Bounded per call so a very chatty agent cannot starve the timeout checks.
+        for _ in 0..64 {
+            let n = match self.file.read(&mut self.buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            grew = true;
+            let chunk = std::mem::take(&mut self.buf);
+            self.feed(&chunk[..n]);
+            self.buf = chunk;
+        }
+        if grew {
+            let latest = display_line(&self.partial).or_else(|| display_line(&self.last_complete));
+            if latest.is_some() && latest != self.last_line {
+                self.last_line = latest;
+                if let (Some(cb), Some(line)) = (on_line, self.last_line.as_deref()) {
+                    cb(line);
+                }
+            }
+        }
+        Ok(grew)
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        let mut rest = chunk;
+        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
+            if self.partial.is_empty() {
+                self.complete_line(&rest[..i]);
+            } else {
+                let mut line = std::mem::take(&mut self.partial);
+                line.extend_from_slice(&rest[..i]);
+                self.complete_line(&line);
+            }
+            rest = &rest[i + 1..];
+        }
+        self.partial.extend_from_slice(rest);
+        if self.partial.len() > PARTIAL_MAX {
+            let cut = self.partial.len() - PARTIAL_MAX;
+            self.partial.drain(..cut);
+        }
+    }
+
+    fn complete_line(&mut self, line: &[u8]) {
+        if contains(line, b"CONTRACT_MET") && is_contract_line(&String::from_utf8_lossy(line)) {
+            self.contract_met = true;
+        }
+        if line.iter().any(|b| !b.is_ascii_whitespace()) {
+            let keep = &line[line.len().saturating_sub(PARTIAL_MAX)..];
+            self.last_complete.clear();
+            self.last_complete.extend_from_slice(keep);
+        }
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The visible text of a raw output line: the last carriage-return segment (progress bars
+/// redraw with `\r`), without escape sequences, trimmed, at most `LAST_LINE_MAX_CHARS`.
+fn display_line(raw: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(raw);
+    let segment = text
+        .rsplit('\r')
+        .find(|s| !strip_controls(s).trim().is_empty())?;
+    let clean = strip_controls(segment);
+    let clean = clean.trim();
+    if clean.chars().count() > LAST_LINE_MAX_CHARS {
+        let mut s: String = clean.chars().take(LAST_LINE_MAX_CHARS - 1).collect();
+        s.push('…');
+        Some(s)
+    } else {
+        Some(clean.to_string())
+    }
+}
+
+/// Drop ANSI escape sequences (CSI `ESC [ ... final`, and two-byte `ESC x`) and other control
+/// characters except tab, so colored output displays and matches as plain text.
+fn strip_controls(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            match chars.next() {
+                Some('[') => {
+                    // Parameters and intermediates, up to the final byte in '@'..='~'.
+                    for c in chars.by_ref() {
+                        if ('@'..='~').contains(&c) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    // OSC: up to BEL or ESC \.
+                    while let Some(c) = chars.next() {
+                        if c == '\u{7}' {
+                            break;
+                        }
+                        if c == '\u{1b}' {
+                            chars.next_if_eq(&'\\');
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        } else if c == '\t' || !c.is_control() {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// "300ms", "2s", "1.5s", "10m", "1m30s", "2h", "1h5m".
+fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let secs = d.as_secs();
+    if secs < 60 {
+        return if ms.is_multiple_of(1000) {
+            format!("{secs}s")
+        } else {
+            format!("{:.1}s", d.as_secs_f64())
+        };
+    }
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    match (h, m, s) {
+        (0, m, 0) => format!("{m}m"),
+        (0, m, s) => format!("{m}m{s}s"),
+        (h, 0, _) => format!("{h}h"),
+        (h, m, _) => format!("{h}h{m}m"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contract_line_matching() {
+        assert!(is_contract_line("CONTRACT_MET"));
+        assert!(is_contract_line("  **CONTRACT_MET**\r"));
+        assert!(is_contract_line("`CONTRACT_MET`"));
+        assert!(is_contract_line("\u{1b}[32mCONTRACT_MET\u{1b}[0m"));
+        assert!(!is_contract_line("print CONTRACT_MET when done"));
+        assert!(!is_contract_line("CONTRACT_MET_NOT"));
+        assert!(!is_contract_line(""));
+    }
+
+    #[test]
+    fn display_line_cleans_and_truncates() {
+        assert_eq!(display_line(b"  hello \r\n").as_deref(), Some("hello"));
+        assert_eq!(display_line(b"10%\r50%\r").as_deref(), Some("50%"));
+        assert_eq!(display_line(b"\x1b[1mbold\x1b[0m").as_deref(), Some("bold"));
+        assert_eq!(display_line(b"   "), None);
+        let long = "x".repeat(500);
+        let shown = display_line(long.as_bytes()).unwrap();
+        assert_eq!(shown.chars().count(), LAST_LINE_MAX_CHARS);
+    }
+
+    #[test]
+    fn scan_handles_split_lines() {
+        let file = tempfile::tempfile().unwrap();
+        let mut scan = LogScan::new(file);
+        scan.feed(b"working\nCONTR");
+        assert!(!scan.contract_met);
+        scan.feed(b"ACT_MET\n");
+        assert!(scan.contract_met);
+        assert_eq!(
+            display_line(&scan.last_complete).as_deref(),
+            Some("CONTRACT_MET")
+        );
+    }
+
+    #[test]
+    fn describe_messages() {
+        let exited = |code, signal| AgentEnd::Exited(ExitStatusInfo { code, signal });
+        assert_eq!(
+            exited(Some(3), None).describe(),
+            "agent exited with status 3"
+        );
+        assert_eq!(
+            exited(None, Some(9)).describe(),
+            "agent killed by signal 9 (SIGKILL)"
+        );
+        assert_eq!(
+            AgentEnd::PhaseTimeout.describe_with(Some(Duration::from_secs(2)), None),
+            "phase timed out after 2s"
+        );
+        assert_eq!(
+            AgentEnd::Stalled.describe_with(None, Some(Duration::from_secs(1))),
+            "no output for 1s (stalled)"
+        );
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(human_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(human_duration(Duration::from_secs(3600 * 24)), "24h");
+    }
 }

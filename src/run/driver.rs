@@ -152,11 +152,12 @@ fn one_phase(
     let pr = run_phase(run, phase, rel, dir)?;
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
+    let end = o.end.describe_with(Some(run.limits.phase), Some(run.limits.stall));
     run.progress.event(
         "phase_finished",
         json!({
             "task": rel, "phase": phase.word(), "attempt": pr.attempt,
-            "seconds": o.duration.as_secs_f64(), "end": o.end.describe(),
+            "seconds": o.duration.as_secs_f64(), "end": end,
             "contract_met": o.contract_met, "log": pr.log,
         }),
         || {
