@@ -444,8 +444,8 @@ referee)
     findings="None."
     remaining="None."
     case $verdict in
-        FAIL) findings="- greeting-output: the greeting does not match acceptance criterion 1 (forced by DEMO_AGENT_VERDICT=FAIL)" ;;
-        NEEDS_REVIEW) remaining="- empty-name-behaviour: decide whether an empty name should greet the world (forced by DEMO_AGENT_VERDICT=NEEDS_REVIEW)" ;;
+        FAIL) findings="- greeting-output: the greeting does not match acceptance criterion 1 (a failure staged by the demo agent)" ;;
+        NEEDS_REVIEW) remaining="- empty-name-behaviour: decide whether an empty name should greet the world (a question staged by the demo agent)" ;;
     esac
     say "verdict: $verdict"
     say "writing $name"
