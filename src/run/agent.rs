@@ -582,7 +582,7 @@ fn strip_controls(s: &str) -> String {
 }
 
 /// "300ms", "2s", "1.5s", "10m", "1m30s", "2h", "1h5m".
-fn human_duration(d: Duration) -> String {
+pub fn human_duration(d: Duration) -> String {
     let ms = d.as_millis();
     if ms < 1000 {
         return format!("{ms}ms");

@@ -73,7 +73,10 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             return Ok(stopped(StopKind::Interrupted, "interrupted"));
         }
         if Instant::now() >= run.deadline {
-            let reason = format!("total time cap of {} reached", humanize(run.limits.total));
+            let reason = format!(
+                "total time cap of {} reached",
+                super::agent::human_duration(run.limits.total)
+            );
             return stop_task(run, rel, &dir, StopKind::TotalTimeCap, reason);
         }
         let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
@@ -152,7 +155,9 @@ fn one_phase(
     let pr = run_phase(run, phase, rel, dir)?;
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
-    let end = o.end.describe_with(Some(run.limits.phase), Some(run.limits.stall));
+    let end = o
+        .end
+        .describe_with(Some(run.limits.phase), Some(run.limits.stall));
     run.progress.event(
         "phase_finished",
         json!({
@@ -160,31 +165,24 @@ fn one_phase(
             "seconds": o.duration.as_secs_f64(), "end": end,
             "contract_met": o.contract_met, "log": pr.log,
         }),
-        || {
-            format!(
-                "  {rel}: {} ended after {:.1}s ({})",
+        || match &o.end {
+            super::agent::AgentEnd::Exited(s) if s.success() || o.contract_met => String::new(),
+            _ => format!(
+                "  {rel}: {} ended after {:.1}s ({end})",
                 phase.word(),
-                o.duration.as_secs_f64(),
-                o.end.describe()
-            )
+                o.duration.as_secs_f64()
+            ),
         },
     );
     if let Some(kind) = StopKind::from_end(&o.end) {
-        let reason = format!(
-            "{} during {}; see {log_rel}",
-            o.end.describe(),
-            phase.word()
-        );
+        let reason = format!("{end} during {}; see {log_rel}", phase.word());
         return stop_task(run, rel, dir, kind, reason).map(Some);
     }
     if let super::agent::AgentEnd::Exited(status) = &o.end
         && !status.success()
+        && !o.contract_met
     {
-        let reason = format!(
-            "{} during {}; see {log_rel}",
-            o.end.describe(),
-            phase.word()
-        );
+        let reason = format!("{end} during {}; see {log_rel}", phase.word());
         return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Some);
     }
     let artifact = phase.artifact();
@@ -239,7 +237,14 @@ fn one_phase(
     run.progress.event(
         "artifact_validated",
         json!({"task": rel, "phase": phase.word(), "artifact": artifact.file_name()}),
-        || format!("✔ {rel}: {} written", artifact.file_name()),
+        || {
+            format!(
+                "✔ {rel}: {} → {} ({:.1}s)",
+                phase.word(),
+                artifact.file_name(),
+                o.duration.as_secs_f64()
+            )
+        },
     );
     let verify_now = match phase {
         Phase::Implement => true,
@@ -342,15 +347,4 @@ fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Opt
         }
         Ok(run_stop)
     })
-}
-
-fn humanize(d: std::time::Duration) -> String {
-    let s = d.as_secs();
-    if s >= 3600 && s % 3600 == 0 {
-        format!("{}h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
-        format!("{}m", s / 60)
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
 }

@@ -220,16 +220,16 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     );
     let outcome = driver::drive(&run, &rel, true)?;
     let tree = TaskTree::load_task(&ctx.project, &rel, &config);
-    let quiet_human = progress.mode() != progress::Mode::Json;
+    let human_out = progress.mode() != progress::Mode::Json;
     match outcome {
         Outcome::Complete => {
-            if quiet_human && let Some(i) = tree.find(&rel) {
+            if human_out && let Some(i) = tree.find(&rel) {
                 let mut out = String::new();
                 report::render_task(&task_view(&tree, i, &prefix), true, &mut out);
                 println!("\n{out}");
             }
             progress.event("complete", json!({"task": rel}), String::new);
-            if quiet_human {
+            if human_out {
                 println!("ORCHESTRATION_COMPLETE");
             }
             Ok(exit::OK)
@@ -246,14 +246,19 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
                 );
                 return Ok(kind.code());
             }
-            if quiet_human && let Some(i) = tree.find(&rel) {
+            if human_out && let Some(i) = tree.find(&rel) {
                 let mut out = String::new();
                 let mut view = task_view(&tree, i, &prefix);
                 view.reason = None;
                 report::render_task(&view, true, &mut out);
                 println!("\n{out}");
             }
-            println!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
+            let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
+            if human_out {
+                println!("{line}");
+            } else {
+                eprintln!("{line}");
+            }
             Ok(kind.code())
         }
     }

@@ -51,7 +51,12 @@ impl Progress {
                 let _ = writeln!(out, "{fields}");
                 let _ = out.flush();
             }
-            Mode::Human { .. } => self.line(&human()),
+            Mode::Human { .. } => {
+                let text = human();
+                if !text.is_empty() {
+                    self.line(&text);
+                }
+            }
             Mode::Quiet => {}
         }
     }

@@ -80,7 +80,7 @@ pub fn task_path(input: &str) -> Result<String, String> {
             });
         }
     }
-    if parts.len() % 2 == 0 {
+    if parts.len().is_multiple_of(2) {
         return Err(format!("`{input}` ends in `subtasks`; name the sub-task"));
     }
     Ok(format!("{root}/{rest}"))

@@ -82,3 +82,88 @@ impl Project {
             .to_string()
     }
 }
+
+/// The scripted test agent, as an agent command line.
+pub fn agent_command() -> String {
+    format!("sh {}/tests/agents/agent.sh", env!("CARGO_MANIFEST_DIR"))
+}
+
+impl Project {
+    /// `orchestrate` with the scripted agent and short grace periods.
+    pub fn orchestrate(&self) -> Command {
+        let mut c = self.cmd();
+        c.env("AUTOMATON_AGENT", agent_command())
+            .env("AUTOMATON_KILL_GRACE", "300ms")
+            .env("AUTOMATON_CONTRACT_GRACE", "2s")
+            .env_remove("AGENT_BEHAVIOR")
+            .timeout(std::time::Duration::from_secs(60))
+            .arg("orchestrate");
+        c
+    }
+
+    /// The same as a std Command, for runs that are signalled or killed mid-way.
+    pub fn orchestrate_std(&self) -> std::process::Command {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_automaton"));
+        c.arg("--project")
+            .arg(self.path())
+            .env("HOME", self.home.path())
+            .env("AUTOMATON_HOME", self.home.path().join(".automaton"))
+            .env("AUTOMATON_AGENT", agent_command())
+            .env("AUTOMATON_KILL_GRACE", "300ms")
+            .env_remove("AGENT_BEHAVIOR")
+            .current_dir(self.path())
+            .arg("orchestrate");
+        c
+    }
+
+    /// Lines of the agent log: (task, phase).
+    pub fn agent_runs(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(self.join("agent.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let mut it = l.split_whitespace();
+                (
+                    it.next().unwrap().to_string(),
+                    it.next().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+/// Wait until `path` exists (a scripted agent reached a point), up to `secs`.
+pub fn wait_for(path: &Path, secs: u64) {
+    let start = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed().as_secs() < secs,
+            "timed out waiting for {}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Whether a process is gone (or a zombie nobody reaped yet).
+pub fn process_gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Wait up to `secs` for a process to be gone.
+pub fn wait_gone(pid: i32, secs: u64) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed().as_secs() < secs {
+        if process_gone(pid) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    false
+}

@@ -1,0 +1,81 @@
+#!/bin/sh
+# Scripted agent for the integration tests. It writes the phase's artifact, unless
+# AGENT_BEHAVIOR names another behaviour for this phase: a space-separated list of
+# phase=behaviour (or *=behaviour for every phase). Behaviours:
+#   ok (default), fail (FAIL verdict), needs_review, empty (empty artifact), malformed
+#   (two verdict words), exit3 (exit 3 without the artifact), none (exit 0 without the
+#   artifact), contract_only (print CONTRACT_MET, write nothing), hang (start a grandchild,
+#   record both pids, sleep), stall (print a line, then sleep silently), slow (sleep
+#   AGENT_SLEEP seconds, then ok), decompose (research also writes DECOMPOSITION.md from
+#   AGENT_DECOMPOSITION).
+# Every run appends "<task> <phase> <start> <end>" to $AGENT_LOG (times in ns).
+set -u
+phase=$AUTOMATON_PHASE
+task=${AUTOMATON_TASK:-?}
+start=$(date +%s%N)
+behavior=ok
+for item in ${AGENT_BEHAVIOR:-}; do
+  case $item in
+    "$phase"=*|"*"=*) behavior=${item#*=} ;;
+  esac
+done
+# Read the prompt like a real agent would (and prove it arrives on stdin).
+prompt=$(cat)
+[ -n "${AGENT_PROMPT_COPY:-}" ] && printf '%s' "$prompt" > "$AGENT_PROMPT_COPY"
+
+record() { [ -n "${AGENT_LOG:-}" ] && echo "$task $phase $start $(date +%s%N)" >> "$AGENT_LOG"; return 0; }
+
+write() {
+  tmp="$AUTOMATON_ARTIFACT.tmp.$$"
+  printf '%s\n' "$1" > "$tmp" && mv "$tmp" "$AUTOMATON_ARTIFACT"
+}
+
+content() {
+  case $phase in
+    referee) echo "# Verdict for $task
+
+Verdict: PASS
+
+## Findings
+- None" ;;
+    *) echo "# $phase for $task
+
+Written by the scripted test agent." ;;
+  esac
+}
+
+echo "working on $phase for $task"
+case $behavior in
+  ok) ;;
+  slow) sleep "${AGENT_SLEEP:-0.2}" ;;
+  fail) [ "$phase" = referee ] && { write "Verdict: FAIL
+
+## Findings
+- broken-thing: it does not work"; record; echo CONTRACT_MET; exit 0; } ;;
+  needs_review) [ "$phase" = referee ] && { write "Verdict: NEEDS_REVIEW
+
+## Remaining Issues
+- unclear-api: two readings"; record; exit 0; } ;;
+  empty) : > "$AUTOMATON_ARTIFACT"; record; exit 0 ;;
+  malformed) write "Verdict: PASS
+Verdict: FAIL"; record; exit 0 ;;
+  exit3) echo "something broke" >&2; record; exit 3 ;;
+  none) record; exit 0 ;;
+  contract_only) record; echo CONTRACT_MET; exit 0 ;;
+  hang)
+    sleep 1000 &
+    echo $! > "$AUTOMATON_TASK_DIR/grandchild.pid"
+    echo $$ > "$AUTOMATON_TASK_DIR/child.pid"
+    record
+    sleep 1000
+    exit 0 ;;
+  stall) record; echo "thinking..."; sleep 1000; exit 0 ;;
+  decompose)
+    if [ "$phase" = research ]; then
+      printf '%s\n' "${AGENT_DECOMPOSITION:-}" > "$AUTOMATON_TASK_DIR/DECOMPOSITION.md"
+    fi ;;
+esac
+write "$(content)"
+record
+echo "wrote $(basename "$AUTOMATON_ARTIFACT")"
+echo CONTRACT_MET

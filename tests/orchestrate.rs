@@ -1,0 +1,516 @@
+//! `automaton orchestrate` driving the scripted agent (tests/agents/agent.sh) through real
+//! processes: completion, every stop reason, caps, the lock, kill -9 and Ctrl-C.
+
+mod common;
+use common::{Project, process_gone, wait_for, wait_gone};
+use predicates::prelude::*;
+
+const LIFECYCLE: [&str; 8] = [
+    "SPEC.md",
+    "DESIGN.md",
+    "TEST_PLAN.md",
+    "IMPLEMENTATION.md",
+    "BUG_REPORT.md",
+    "ADVERSARIAL_BUG_REPORT.md",
+    "DOC_REVIEW.md",
+    "VERDICT.md",
+];
+
+fn with_log(p: &Project, cmd: &mut assert_cmd::Command) {
+    cmd.env("AGENT_LOG", p.join("agent.log"));
+}
+
+#[test]
+fn full_run_to_complete() {
+    let p = Project::new();
+    let mut c = p.orchestrate();
+    with_log(&p, &mut c);
+    c.env("AGENT_PROMPT_COPY", p.join("last-prompt.md"))
+        .arg("add user auth")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "**Task: tasks/add-user-auth**\n- **Status**: Complete",
+        ))
+        .stdout(predicate::str::ends_with("ORCHESTRATION_COMPLETE\n"));
+    for a in LIFECYCLE {
+        assert!(
+            !p.read(&format!("tasks/add-user-auth/{a}"))
+                .trim()
+                .is_empty(),
+            "{a}"
+        );
+    }
+    assert_eq!(p.read("tasks/add-user-auth/.state"), "complete\n");
+    assert!(
+        p.read("tasks/add-user-auth/TASK.md")
+            .contains("add user auth")
+    );
+    let phases: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
+    assert_eq!(
+        phases,
+        [
+            "research",
+            "design",
+            "test_design",
+            "implement",
+            "bug_find",
+            "adversarial_bug_find",
+            "doc_review",
+            "referee"
+        ]
+    );
+    // The prompt arrived on stdin, filled in: the referee names its artifact by absolute path.
+    let prompt = p.read("last-prompt.md");
+    assert!(
+        prompt.contains(
+            &p.join("tasks/add-user-auth/VERDICT.md")
+                .display()
+                .to_string()
+        ),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("{{artifact}}"));
+    assert!(p.join("tasks/add-user-auth/logs/referee-1.log").is_file());
+    let journal = p.read("tasks/add-user-auth/logs/journal.jsonl");
+    assert_eq!(journal.lines().count(), 8);
+    // Running it again is a no-op that says so.
+    p.orchestrate()
+        .arg("add user auth")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("ORCHESTRATION_COMPLETE"));
+    assert_eq!(p.agent_runs().len(), 8);
+}
+
+#[test]
+fn agent_contract_environment() {
+    let p = Project::new();
+    let script = p.join("env-agent.sh");
+    std::fs::write(&script, "env | grep ^AUTOMATON_ | sort > \"$AUTOMATON_TASK_DIR/env-$AUTOMATON_PHASE.txt\"\npwd > \"$AUTOMATON_TASK_DIR/pwd.txt\"\necho spec > \"$AUTOMATON_ARTIFACT\"\n").unwrap();
+    p.orchestrate()
+        .args(["--max-iterations", "1", "--agent"])
+        .arg(format!("sh {}", script.display()))
+        .arg("env check")
+        .assert()
+        .code(15);
+    let env = p.read("tasks/env-check/env-research.txt");
+    let dir = p.join("tasks/env-check");
+    for line in [
+        "AUTOMATON_PHASE=research".to_string(),
+        format!("AUTOMATON_TASK_DIR={}", dir.display()),
+        format!("AUTOMATON_ARTIFACT={}", dir.join("SPEC.md").display()),
+        format!(
+            "AUTOMATON_PROMPT_FILE={}",
+            dir.join("logs/research-1.prompt.md").display()
+        ),
+        format!("AUTOMATON_PROJECT={}", p.path().display()),
+    ] {
+        assert!(env.lines().any(|l| l == line), "missing {line} in\n{env}");
+    }
+    assert_eq!(
+        p.read("tasks/env-check/pwd.txt").trim(),
+        p.path().canonicalize().unwrap().display().to_string()
+    );
+}
+
+fn stops(behavior: &str, extra: &[&str], code: i32, reason: &str) -> Project {
+    let p = Project::new();
+    p.orchestrate()
+        .env("AGENT_BEHAVIOR", behavior)
+        .args(extra)
+        .arg("stop case")
+        .assert()
+        .code(code)
+        .stdout(predicate::str::contains(format!(
+            "⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}"
+        )));
+    assert_eq!(p.read("tasks/stop-case/.state"), "human_intervention\n");
+    assert_eq!(p.state_of("tasks/stop-case"), "human_intervention");
+    p
+}
+
+#[test]
+fn fail_verdict_stops_without_creating_fix_tasks() {
+    let p = stops("referee=fail", &[], 10, "referee verdict is FAIL");
+    let tasks = p.status_json()["tasks"].as_array().unwrap().len();
+    assert_eq!(tasks, 1, "autopilot never creates fix tasks");
+}
+
+#[test]
+fn empty_artifact() {
+    let p = stops("design=empty", &[], 11, "DESIGN.md is empty (design phase)");
+    assert!(
+        p.read("tasks/stop-case/.stop")
+            .contains("DESIGN.md is empty")
+    );
+}
+
+#[test]
+fn malformed_verdict() {
+    stops(
+        "referee=malformed",
+        &[],
+        11,
+        "VERDICT.md is malformed: more than one verdict word (PASS, FAIL)",
+    );
+}
+
+#[test]
+fn agent_exiting_non_zero() {
+    stops(
+        "research=exit3",
+        &[],
+        12,
+        "agent exited with status 3 during research",
+    );
+}
+
+#[test]
+fn contract_met_without_artifact() {
+    stops(
+        "research=contract_only",
+        &[],
+        11,
+        "the agent printed CONTRACT_MET but did not write SPEC.md",
+    );
+}
+
+#[test]
+fn agent_that_exits_zero_without_artifact() {
+    stops(
+        "test_design=none",
+        &[],
+        11,
+        "the agent exited 0 but did not write TEST_PLAN.md",
+    );
+}
+
+#[test]
+fn stalled_agent() {
+    stops(
+        "research=stall",
+        &["--stall-timeout", "1s"],
+        14,
+        "no output for 1s (stalled) during research",
+    );
+}
+
+#[test]
+fn hanging_agent_and_grandchild_are_killed_at_the_phase_timeout() {
+    let p = stops(
+        "implement=hang",
+        &["--max-phase-time", "1s"],
+        13,
+        "phase timed out after 1s during implement",
+    );
+    let child: i32 = p.read("tasks/stop-case/child.pid").trim().parse().unwrap();
+    let grandchild: i32 = p
+        .read("tasks/stop-case/grandchild.pid")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_gone(child, 5), "agent {child} still alive");
+    assert!(
+        wait_gone(grandchild, 5),
+        "grandchild {grandchild} still alive"
+    );
+}
+
+#[test]
+fn iteration_cap_then_resume() {
+    let p = stops(
+        "",
+        &["--max-iterations", "3"],
+        15,
+        "iteration cap reached (3 phases in this run)",
+    );
+    assert!(p.join("tasks/stop-case/TEST_PLAN.md").is_file());
+    assert!(!p.join("tasks/stop-case/IMPLEMENTATION.md").exists());
+    // Naming the task again clears the recorded stop and goes on from implement.
+    p.orchestrate()
+        .args(["--task", "tasks/stop-case"])
+        .assert()
+        .code(0);
+    assert_eq!(p.read("tasks/stop-case/.state"), "complete\n");
+    assert!(!p.join("tasks/stop-case/.stop").exists());
+}
+
+#[test]
+fn total_time_cap() {
+    let p = Project::new();
+    p.orchestrate()
+        .env("AGENT_BEHAVIOR", "*=slow")
+        .env("AGENT_SLEEP", "0.4")
+        .args(["--max-total-time", "1s", "slow one"])
+        .assert()
+        .code(16)
+        .stdout(predicate::str::contains("HUMAN INTERVENTION REQUIRED"));
+    // The cap belongs to the run, not the task: the next run resumes.
+    assert!(!p.join("tasks/slow-one/.stop").exists());
+    p.orchestrate().arg("slow one").assert().code(0);
+}
+
+#[test]
+fn verify_command_overrules_a_pass_verdict() {
+    let p = Project::new();
+    // Passes after implement (no DOC_REVIEW.md yet), fails once the review exists.
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Verify command**: test ! -e \"$AUTOMATON_TASK_DIR/DOC_REVIEW.md\"\n",
+    );
+    p.orchestrate()
+        .arg("verified")
+        .assert()
+        .code(17)
+        .stdout(predicate::str::contains(
+            "HUMAN INTERVENTION REQUIRED**: the referee said PASS, but verify command",
+        ));
+    assert!(p.read("tasks/verified/VERDICT.md").contains("PASS"));
+    assert_eq!(p.state_of("tasks/verified"), "human_intervention");
+    assert!(p.join("tasks/verified/logs/verify-1.log").is_file());
+    assert!(p.join("tasks/verified/logs/verify-2.log").is_file());
+}
+
+#[test]
+fn missing_agent_command_is_a_clear_error() {
+    let p = Project::new();
+    p.cmd()
+        .args(["orchestrate", "x"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no agent command"));
+    assert!(!p.join("tasks/x").exists());
+}
+
+#[test]
+fn name_collision_is_reported_not_overwritten() {
+    let p = Project::new();
+    p.write(
+        "tasks/add-auth/TASK.md",
+        "# Task\n\nsomething else entirely\n",
+    );
+    p.write("tasks/add-auth/SPEC.md", "keep me");
+    p.orchestrate()
+        .arg("add auth")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("tasks/add-auth already exists"));
+    assert_eq!(p.read("tasks/add-auth/SPEC.md"), "keep me");
+}
+
+#[test]
+fn continue_picks_the_most_advanced_task() {
+    let p = Project::new();
+    p.write("tasks/early/SPEC.md", "x");
+    p.write("tasks/late/SPEC.md", "x")
+        .write("tasks/late/DOC_REVIEW.md", "x");
+    p.write("tasks/done/VERDICT.md", "Verdict: PASS");
+    let mut c = p.orchestrate();
+    with_log(&p, &mut c);
+    c.assert().code(0);
+    assert_eq!(
+        p.agent_runs(),
+        vec![("tasks/late".to_string(), "referee".to_string())]
+    );
+    assert_eq!(p.state_of("tasks/early"), "design");
+}
+
+#[test]
+fn second_orchestrator_is_refused_by_the_lock() {
+    let p = Project::new();
+    let mut first = p
+        .orchestrate_std()
+        .env("AGENT_BEHAVIOR", "research=hang")
+        .arg("locked")
+        .spawn()
+        .unwrap();
+    wait_for(&p.join("tasks/locked/child.pid"), 20);
+    p.orchestrate()
+        .arg("other task")
+        .assert()
+        .code(75)
+        .stderr(predicate::str::contains(format!(
+            "another automaton (pid {}",
+            first.id()
+        )));
+    assert!(!p.join("tasks/other-task").exists());
+    unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
+    assert_eq!(first.wait().unwrap().code(), Some(130));
+}
+
+#[test]
+fn ctrl_c_stops_the_agent_group_and_leaves_files_consistent() {
+    let p = Project::new();
+    let mut run = p
+        .orchestrate_std()
+        .env("AGENT_BEHAVIOR", "design=hang")
+        .arg("interrupt me")
+        .spawn()
+        .unwrap();
+    wait_for(&p.join("tasks/interrupt-me/child.pid"), 20);
+    let child: i32 = p
+        .read("tasks/interrupt-me/child.pid")
+        .trim()
+        .parse()
+        .unwrap();
+    let grandchild: i32 = p
+        .read("tasks/interrupt-me/grandchild.pid")
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert!(wait_gone(child, 5) && wait_gone(grandchild, 5));
+    // Not a human stop: the state still names the interrupted phase, and a rerun resumes.
+    assert_eq!(p.read("tasks/interrupt-me/.state"), "design\n");
+    assert!(!p.join("tasks/interrupt-me/.stop").exists());
+    let leftovers = std::fs::read_dir(p.join("tasks/interrupt-me"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("tmp"))
+        .count();
+    assert_eq!(leftovers, 0);
+    p.orchestrate()
+        .args(["--task", "tasks/interrupt-me"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn kill_9_mid_phase_then_resume_runs_no_completed_phase_twice() {
+    let p = Project::new();
+    let mut run = p
+        .orchestrate_std()
+        .env("AGENT_BEHAVIOR", "implement=hang")
+        .env("AGENT_LOG", p.join("agent.log"))
+        .arg("crashy")
+        .spawn()
+        .unwrap();
+    wait_for(&p.join("tasks/crashy/child.pid"), 20);
+    let child: i32 = p.read("tasks/crashy/child.pid").trim().parse().unwrap();
+    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
+    run.wait().unwrap();
+    // automaton died without cleaning up: its agent group lives on; end it as a user would.
+    let group = unsafe { libc::getpgid(child) };
+    assert!(group > 0);
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    assert!(wait_gone(child, 5));
+    let mut c = p.orchestrate();
+    c.env("AGENT_LOG", p.join("agent.log"))
+        .args(["--task", "tasks/crashy"])
+        .assert()
+        .code(0);
+    let runs: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
+    for phase in [
+        "research",
+        "design",
+        "test_design",
+        "bug_find",
+        "adversarial_bug_find",
+        "doc_review",
+        "referee",
+    ] {
+        assert_eq!(
+            runs.iter().filter(|r| *r == phase).count(),
+            1,
+            "{phase} ran twice: {runs:?}"
+        );
+    }
+    assert_eq!(
+        runs.iter().filter(|r| *r == "implement").count(),
+        2,
+        "the killed phase runs again: {runs:?}"
+    );
+    assert!(process_gone(child));
+}
+
+#[test]
+fn json_events_for_ci() {
+    let p = Project::new();
+    let out = p.orchestrate().args(["--json", "events"]).output().unwrap();
+    assert!(out.status.success());
+    let events: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"run_started"));
+    assert_eq!(kinds.last(), Some(&"complete"));
+    assert_eq!(kinds.iter().filter(|k| **k == "phase_started").count(), 8);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "artifact_validated").count(),
+        8
+    );
+    let stop = p
+        .orchestrate()
+        .env("AGENT_BEHAVIOR", "research=exit3")
+        .args(["--json", "broken"])
+        .output()
+        .unwrap();
+    assert_eq!(stop.status.code(), Some(12));
+    let last: serde_json::Value = serde_json::from_str(
+        String::from_utf8(stop.stdout)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            last["event"].as_str(),
+            last["kind"].as_str(),
+            last["exit_code"].as_u64()
+        ),
+        (Some("stop"), Some("agent_failed"), Some(12))
+    );
+}
+
+#[test]
+fn manual_mode_reports_and_creates_fix_tasks_once() {
+    let p = Project::new();
+    p.write("tasks/auth/SPEC.md", "the spec")
+        .write("tasks/auth/BUG_REPORT.md", "bugs")
+        .write("tasks/auth/ADVERSARIAL_BUG_REPORT.md", "more bugs")
+        .write("tasks/auth/VERDICT.md", "Verdict: FAIL\n\n## Findings\n- token-leak: tokens in logs\n\n## Tasks for Review / Tie-Breaks\n- api-shape: two readings\n");
+    p.cmd()
+        .args(["orchestrate", "--manual"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("- **Auto-Execute**: NO"))
+        .stdout(predicate::str::contains(
+            "**Auto-created tasks from tasks/auth**:",
+        ))
+        .stdout(predicate::str::contains(
+            "Created 2 task(s): tasks/auth-fix-token-leak, tasks/auth-tiebreak-api-shape",
+        ))
+        .stdout(predicate::str::ends_with("ORCHESTRATION_COMPLETE\n"));
+    assert_eq!(p.read("tasks/auth-fix-token-leak/SPEC.md"), "the spec");
+    assert_eq!(p.read("tasks/auth-fix-token-leak/BUG_REPORT.md"), "bugs");
+    // The copies do not advance the new task: it starts at bug_find.
+    assert_eq!(p.state_of("tasks/auth-fix-token-leak"), "bug_find");
+    p.cmd()
+        .args(["orchestrate", "--manual"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Created").not());
+    // Autopilot: Disabled in .agent.md is manual mode too.
+    p.write(".automaton/.agent.md", "- **Autopilot**: Disabled\n");
+    p.cmd()
+        .arg("orchestrate")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Auto-Execute**: NO"));
+    // Driving the fix task: bug_find must rewrite BUG_REPORT.md; then it goes on.
+    p.write(".automaton/.agent.md", "- **Autopilot**: Enabled\n");
+    p.orchestrate()
+        .args(["--task", "tasks/auth-fix-token-leak"])
+        .assert()
+        .code(0);
+    assert_ne!(p.read("tasks/auth-fix-token-leak/BUG_REPORT.md"), "bugs");
+}
