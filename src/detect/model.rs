@@ -356,7 +356,7 @@ fn read_agent_file(source: &(PathBuf, FileKind), warnings: &mut Vec<String>) -> 
             _ => None,
         };
         if hit.is_none()
-            && let Some(m) = model.filter(|m| !m.is_empty())
+            && let Some(m) = model.filter(|m| !m.is_empty() && !looks_like_secret(m))
         {
             hit = Some(FileHit {
                 model: m,

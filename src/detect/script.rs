@@ -51,9 +51,17 @@ pub fn run(script: &Path, cwd: &Path, timeout: Duration) -> Result<String, Strin
     let start = Instant::now();
     let mut pause = Duration::from_millis(1);
     let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() >= timeout => {
+        match exited_unreaped(pgid) {
+            Ok(true) => {
+                // The leader is a zombie, so its pid (the group id) cannot be reused yet:
+                // whatever the script left running in its group would keep the pipes open.
+                kill_group(pgid);
+                match child.wait() {
+                    Ok(status) => break status,
+                    Err(e) => return Err(format!("cannot wait for it: {e}")),
+                }
+            }
+            Ok(false) if start.elapsed() >= timeout => {
                 kill_group(pgid);
                 let _ = child.wait();
                 return Err(format!(
@@ -61,18 +69,17 @@ pub fn run(script: &Path, cwd: &Path, timeout: Duration) -> Result<String, Strin
                     timeout.as_secs_f64()
                 ));
             }
-            Ok(None) => {
+            Ok(false) => {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(20));
             }
             Err(e) => {
                 kill_group(pgid);
+                let _ = child.wait();
                 return Err(format!("cannot wait for it: {e}"));
             }
         }
     };
-    // Whatever the script left running in its group would keep the pipes open.
-    kill_group(pgid);
     let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
     let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
     if !status.success() {
@@ -98,6 +105,26 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<Vec<u8>
         let _ = std::io::copy(&mut r, &mut std::io::sink());
         kept
     })
+}
+
+/// Whether the child has exited, without reaping it (`waitid` with `WNOWAIT`).
+fn exited_unreaped(pid: i32) -> std::io::Result<bool> {
+    // SAFETY: an all-zero siginfo_t is a valid value; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: waitid filled `info` (si_pid stays 0 when the child has not exited).
+    Ok(unsafe { info.si_pid() } != 0)
 }
 
 fn kill_group(pgid: i32) {
@@ -227,6 +254,18 @@ mod tests {
         assert!(
             err.contains("status 3") && err.contains("nvidia-smi"),
             "{err}"
+        );
+
+        // A child left running in the background must not keep the runner waiting.
+        let bg = dir.path().join("bg.sh");
+        std::fs::write(&bg, "sleep 30 &\necho '{\"recommended_kb\": 7000}'\n").expect("write");
+        let start = Instant::now();
+        let out = run(&bg, dir.path(), Duration::from_secs(20)).expect("runs");
+        assert_eq!(parse(&out).expect("json").recommended_kb, Some(7000));
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
         );
 
         let slow = dir.path().join("slow.sh");
