@@ -1,11 +1,823 @@
-//! VRAM, RAM and model-context detection (issue 3). Stub until the detector lands.
+//! VRAM, RAM and model-context detection (issue 3; seed 000 "VRAM Detection", "Model Context
+//! Window Detection", "VRAM Config Propagation").
+//!
+//! The chain, first that answers wins (recorded as [`Source`]):
+//! 1. the layered `scripts/vram_detect.sh` (only with `Auto-detect: Yes`);
+//! 2. the built-in probe: a known hosted model's window ([`Source::Model`]), else NVML GPUs
+//!    ([`Source::Nvml`]); host RAM through sysinfo is always reported;
+//! 3. config.md's `## VRAM Configuration` values (always with `Auto-detect: No`);
+//! 4. the defaults: 8,000 tokens, 25% headroom, a 128,000-token window.
+//!
+//! [`detect`] never fails: every problem becomes a line in [`VramReport::warnings`].
+//! The result is cached in `.automaton/.vram_cache.json` ([`invalidate_cache`] drops it).
+
+pub mod budget;
+pub mod cache;
+pub mod model;
+pub mod probe;
+pub mod script;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::Ctx;
-use crate::cli::DetectVramArgs;
+use crate::cli::{DetectVramArgs, VramFormat};
+use crate::settings::Settings;
+use budget::BudgetInput;
+use model::{ModelEnv, ModelInfo};
+pub use probe::{GpuReport, Probe};
 
-/// `automaton detect-vram`.
-pub fn detect_command(_ctx: &Ctx, _args: &DetectVramArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("detect-vram is not implemented yet")
+/// Which step of the chain gave the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// `scripts/vram_detect.sh` answered.
+    Script,
+    /// NVML found at least one GPU; the VRAM-only rule sized the budget.
+    Nvml,
+    /// A known hosted model: its window sized the budget (local VRAM does not limit it).
+    Model,
+    /// config.md's manual values (`Auto-detect: No`, or nothing was detected).
+    Config,
+    /// Nothing answered: the seed's defaults.
+    Default,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Script => "script",
+            Source::Nvml => "nvml",
+            Source::Model => "model",
+            Source::Config => "config",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// The detection result. Its JSON always has every key of the seed's example.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VramReport {
+    /// Total VRAM of all GPUs in GiB; `null` when no GPU was found.
+    #[serde(serialize_with = "gb_number")]
+    pub gpu_vram_gb: Option<f64>,
+    /// Host RAM in GiB (limited to the cgroup); `null` when it could not be read.
+    #[serde(serialize_with = "gb_number")]
+    pub ram_gb: Option<f64>,
+    /// The model's context window, in tokens (the seed's `_kb` keys hold tokens).
+    pub model_context_kb: u64,
+    pub framework_overhead_tokens: u64,
+    /// Target context per sub-task, in tokens.
+    pub recommended_kb: u64,
+    /// `recommended_kb / 1000`.
+    pub recommended_k: u64,
+    /// Share of the target kept free (0.25 = 25%).
+    pub headroom: f64,
+    /// `floor(recommended_kb x (1 - headroom))`: the most one sub-task may plan for.
+    pub max_peak_context_kb: u64,
+    pub source: Source,
+    /// config.md's `Auto-detect` (Yes when there is no section).
+    pub auto_detect: bool,
+    /// The model name as found, if any.
+    pub model: Option<String>,
+    /// Where the model name came from.
+    pub model_source: String,
+    /// Where the context window came from (`model table`, a config line, `script`, `default`).
+    pub model_context_source: String,
+    /// Whether the model is served by a provider rather than run locally.
+    pub model_hosted: bool,
+    /// Every GPU found.
+    pub gpus: Vec<GpuReport>,
+    /// Why no GPU was found, when none was (or the probe did not run).
+    pub gpu_reason: Option<String>,
+    pub format_version: u32,
+    /// Whether this report came from the cache.
+    #[serde(default)]
+    pub cached: bool,
+    /// What went wrong on the way (one line each, never a secret).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Whole numbers print as integers (`8`, like the seed), others as decimals.
+fn gb_number<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) if x.fract() == 0.0 && *x >= 0.0 && *x < 1e15 => s.serialize_u64(*x as u64),
+        Some(x) => s.serialize_f64(*x),
+        None => s.serialize_none(),
+    }
+}
+
+/// Everything detection reads from outside the settings, injectable for tests.
+pub struct DetectEnv<'a> {
+    /// The user's home (`$HOME`), for `~/.claude/settings.json` and `~/.codex/config.toml`.
+    pub user_home: Option<PathBuf>,
+    /// The environment (`ANTHROPIC_MODEL`, ...).
+    pub var: &'a dyn Fn(&str) -> Option<String>,
+    pub probe: &'a dyn Probe,
+    pub script_timeout: Duration,
+}
+
+/// Detect with the real machine, environment and home folder. Never fails.
+pub fn detect(settings: &Settings, refresh: bool) -> VramReport {
+    let var = |k: &str| std::env::var(k).ok();
+    let env = DetectEnv {
+        user_home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
+        var: &var,
+        probe: &probe::SystemProbe,
+        script_timeout: script::parse_timeout(std::env::var(script::TIMEOUT_VAR).ok().as_deref())
+            .unwrap_or(script::DEFAULT_TIMEOUT),
+    };
+    detect_with(settings, refresh, &env)
+}
+
+/// Detect with injected inputs: the cache unless `refresh`, else the chain, then the cache is
+/// rewritten. Never fails.
+pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> VramReport {
+    let key = cache_key(settings, env);
+    let mut cache_warnings = Vec::new();
+    if !refresh {
+        match cache::load(&settings.project, &key) {
+            cache::Loaded::Hit(mut r) => {
+                r.cached = true;
+                return *r;
+            }
+            cache::Loaded::Miss => {}
+            cache::Loaded::Corrupt(why) => cache_warnings.push(format!(
+                "{}: {why}; probing again and rewriting it",
+                cache::path(&settings.project).display()
+            )),
+        }
+    }
+    let mut report = compute(settings, env);
+    if let Err(e) = cache::store(&settings.project, &key, &report) {
+        cache_warnings.push(format!(
+            "cannot write {}: {e}",
+            cache::path(&settings.project).display()
+        ));
+    }
+    cache_warnings.append(&mut report.warnings);
+    report.warnings = cache_warnings;
+    report
+}
+
+/// Remove `<project>/.automaton/.vram_cache.json` (a missing cache is fine). Call it when a
+/// task is created or a decomposition runs (seed 000).
+pub fn invalidate_cache(project: &Path) -> std::io::Result<()> {
+    cache::invalidate(project)
+}
+
+/// The inputs a cached report depends on, so a changed config.md, script or model variable
+/// makes the cache stale. Cheap: no probing, only settings already loaded and two `stat`s.
+fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
+    let raw = |id: &str| settings.get(id).raw.clone();
+    let script = match settings.find_file("scripts/vram_detect.sh") {
+        Some((p, _)) => {
+            let mtime = std::fs::metadata(&p)
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{}@{mtime}", p.display())
+        }
+        None => "none".to_string(),
+    };
+    let vars: Vec<String> = model::MODEL_VARS
+        .iter()
+        .map(|v| (env.var)(v).unwrap_or_default())
+        .collect();
+    format!(
+        "v{}|auto={}|target={}|headroom={}|max_peak={}|model={}|window={}|agent_model={}|script={}|vars={}|home={}",
+        cache::FORMAT_VERSION,
+        raw("vram.auto_detect"),
+        raw("vram.target_context"),
+        raw("vram.headroom"),
+        raw("vram.max_peak"),
+        raw("model.name"),
+        raw("model.context_window"),
+        raw("agent.model"),
+        script,
+        vars.join(","),
+        env.user_home
+            .as_deref()
+            .map_or(String::new(), |h| h.display().to_string()),
+    )
+}
+
+/// Run the chain.
+fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
+    let mut warnings = Vec::new();
+    let auto = settings.bool("vram.auto_detect");
+    let headroom_cfg = settings.ratio("vram.headroom");
+    let model = model::detect_model(
+        settings,
+        &ModelEnv {
+            user_home: env.user_home.clone(),
+            var: env.var,
+        },
+    );
+    warnings.extend(model.warnings.iter().cloned());
+
+    if auto {
+        match settings.find_file("scripts/vram_detect.sh") {
+            None => warnings.push(
+                "no scripts/vram_detect.sh in the project's .automaton/ or the home folder; \
+                 using the built-in probe"
+                    .to_string(),
+            ),
+            Some((path, _)) => {
+                match script::run(&path, &settings.project, env.script_timeout)
+                    .and_then(|out| script::parse(&out))
+                {
+                    Ok(out) => {
+                        return from_script(&out, &model, headroom_cfg, env, warnings);
+                    }
+                    Err(why) => warnings.push(format!(
+                        "{}: {why}; falling back to the built-in probe",
+                        path.display()
+                    )),
+                }
+            }
+        }
+    }
+
+    let found = probe::run_probe(env.probe, &mut warnings);
+    let input = BudgetInput {
+        vram_gib: found.vram_gib,
+        window: model.window,
+        overhead: budget::DEFAULT_OVERHEAD,
+        hosted: model.hosted,
+    };
+    if budget::window_too_small(&input) {
+        warnings.push(format!(
+            "the model's window ({} tokens) minus the framework overhead ({}) is below {}; \
+             raise the window (e.g. OLLAMA_CONTEXT_LENGTH or num_ctx) to at least {}",
+            input.window,
+            input.overhead,
+            budget::MIN_TOKENS,
+            budget::MIN_TOKENS + input.overhead
+        ));
+    }
+    let rule = budget::recommended(&input);
+    let target_cfg = settings.tokens("vram.target_context");
+    let (source, recommended, manual) = if !auto {
+        (Source::Config, target_cfg.unwrap_or(rule), true)
+    } else if model.hosted {
+        (Source::Model, rule, false)
+    } else if found.vram_gib.is_some() {
+        (Source::Nvml, rule, false)
+    } else if let Some(t) = target_cfg {
+        (Source::Config, t, true)
+    } else {
+        (Source::Default, rule, false)
+    };
+    let derived_peak = budget::max_peak(recommended, headroom_cfg);
+    let max_peak = match settings.tokens("vram.max_peak").filter(|_| manual) {
+        Some(p) if p > recommended => {
+            warnings.push(format!(
+                "{}: Max peak context ({p}) is above the target context ({recommended}); \
+                 using {derived_peak}",
+                settings.get("vram.max_peak").origin
+            ));
+            derived_peak
+        }
+        Some(p) => p,
+        None => derived_peak,
+    };
+    VramReport {
+        gpu_vram_gb: found.vram_gib.map(|g| g as f64),
+        ram_gb: found.ram_gb,
+        model_context_kb: model.window,
+        framework_overhead_tokens: budget::DEFAULT_OVERHEAD,
+        recommended_kb: recommended,
+        recommended_k: recommended / 1000,
+        headroom: headroom_cfg,
+        max_peak_context_kb: max_peak,
+        source,
+        auto_detect: auto,
+        model: model.name.clone(),
+        model_source: model.name_source.clone(),
+        model_context_source: model.window_source.clone(),
+        model_hosted: model.hosted,
+        gpus: found.gpus,
+        gpu_reason: found.no_gpu_reason,
+        format_version: cache::FORMAT_VERSION,
+        cached: false,
+        warnings,
+    }
+}
+
+/// The script answered: its values win; what it left out is filled in.
+fn from_script(
+    out: &script::ScriptOutput,
+    model: &ModelInfo,
+    headroom_cfg: f64,
+    env: &DetectEnv<'_>,
+    warnings: Vec<String>,
+) -> VramReport {
+    let window = out.model_context_kb.unwrap_or(model.window);
+    let overhead = out
+        .framework_overhead_tokens
+        .unwrap_or(budget::DEFAULT_OVERHEAD);
+    let recommended = out.recommended_kb.unwrap_or_else(|| {
+        budget::recommended(&BudgetInput {
+            vram_gib: out.gpu_vram_gb.map(|g| g.round() as u64),
+            window,
+            overhead,
+            hosted: model.hosted,
+        })
+    });
+    let headroom = out.headroom.unwrap_or(headroom_cfg);
+    let max_peak = out
+        .max_peak_context_kb
+        .filter(|p| *p <= recommended)
+        .unwrap_or_else(|| budget::max_peak(recommended, headroom));
+    let ram_gb = out.ram_gb.or_else(|| {
+        env.probe
+            .host_memory()
+            .map(|m| probe::round_to(m.total_bytes as f64 / probe::GIB, 1))
+    });
+    VramReport {
+        gpu_vram_gb: out.gpu_vram_gb,
+        ram_gb,
+        model_context_kb: window,
+        framework_overhead_tokens: overhead,
+        recommended_kb: recommended,
+        recommended_k: recommended / 1000,
+        headroom,
+        max_peak_context_kb: max_peak,
+        source: Source::Script,
+        auto_detect: true,
+        model: model.name.clone(),
+        model_source: model.name_source.clone(),
+        model_context_source: if out.model_context_kb.is_some() {
+            "script".to_string()
+        } else {
+            model.window_source.clone()
+        },
+        model_hosted: model.hosted,
+        gpus: Vec::new(),
+        gpu_reason: out
+            .gpu_vram_gb
+            .is_none()
+            .then(|| "the detection script reported no GPU".to_string()),
+        format_version: cache::FORMAT_VERSION,
+        cached: false,
+        warnings,
+    }
+}
+
+/// Whether a sub-task's estimated peak context fits: `estimated <= max_peak_context_kb`.
+pub fn fits(report: &VramReport, estimated_peak_tokens: u64) -> bool {
+    estimated_peak_tokens <= report.max_peak_context_kb
+}
+
+/// Tokens in "k" units as the seed writes them: 16000 -> "16k", 12500 -> "12.5k".
+pub fn fmt_k(tokens: u64) -> String {
+    if tokens.is_multiple_of(1000) {
+        format!("{}k", tokens / 1000)
+    } else {
+        let s = format!("{:.1}", tokens as f64 / 1000.0);
+        format!("{}k", s.trim_end_matches(".0"))
+    }
+}
+
+fn fmt_gb(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}GB")
+    } else {
+        format!("{v}GB")
+    }
+}
+
+fn fmt_pct(h: f64) -> String {
+    let p = probe::round_to(h * 100.0, 2);
+    if p.fract() == 0.0 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p}%")
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "Yes" } else { "No" }
+}
+
+/// A sub-task's `VRAM_CONFIG.md` (seed 000, "VRAM Config Propagation"), with the seed's units:
+/// the target in "k" ("16k"), the max peak as a raw token count ("12000"), the sub-task's
+/// estimate in "k". `Fits within VRAM` is `estimate <= max peak` ("Unknown" without an estimate).
+pub fn render_vram_config_md(report: &VramReport, estimated_peak_tokens: Option<u64>) -> String {
+    let gpu = report
+        .gpu_vram_gb
+        .map_or_else(|| "None".to_string(), fmt_gb);
+    let ram = report.ram_gb.map_or_else(|| "Unknown".to_string(), fmt_gb);
+    let window = if report.model_context_source == "default" {
+        format!(
+            "Unknown ({} tokens assumed)",
+            fmt_k(report.model_context_kb)
+        )
+    } else {
+        format!("{} tokens", fmt_k(report.model_context_kb))
+    };
+    let (estimate, fits_line) = match estimated_peak_tokens {
+        Some(e) => (
+            format!("{} tokens", fmt_k(e)),
+            yes_no(fits(report, e)).to_string(),
+        ),
+        None => ("Unknown".to_string(), "Unknown".to_string()),
+    };
+    format!(
+        "# VRAM Configuration for this sub-task\n\
+         \n\
+         - **Auto-detect**: {auto}\n\
+         - **Target VRAM context**: {target} tokens\n\
+         - **Headroom**: {headroom}\n\
+         - **Max peak context per sub-task**: {peak} tokens\n\
+         - **GPU VRAM detected**: {gpu}\n\
+         - **RAM detected**: {ram}\n\
+         - **Model context window**: {window}\n\
+         - **Framework overhead**: ~{overhead} tokens\n\
+         - **This sub-task's estimated peak context**: {estimate}\n\
+         - **Fits within VRAM**: {fits_line}\n\
+         \n\
+         Detected by: {source}.\n",
+        auto = yes_no(report.auto_detect),
+        target = fmt_k(report.recommended_kb),
+        headroom = fmt_pct(report.headroom),
+        peak = report.max_peak_context_kb,
+        overhead = report.framework_overhead_tokens,
+        source = report.source.as_str(),
+    )
+}
+
+/// The seed's "VRAM Detection Results" block.
+pub fn render_human(report: &VramReport) -> String {
+    let gpu = match (report.gpu_vram_gb, report.source) {
+        (Some(g), Source::Script) => format!("{} (detection script)", fmt_gb(g)),
+        (Some(g), _) => {
+            let names: Vec<String> = report
+                .gpus
+                .iter()
+                .map(|d| format!("{} {}GB", d.name, d.total_gb))
+                .collect();
+            format!("{} (nvml: {})", fmt_gb(g), names.join(", "))
+        }
+        (None, _) => format!(
+            "None ({})",
+            report.gpu_reason.as_deref().unwrap_or("no GPU found")
+        ),
+    };
+    let ram = report.ram_gb.map_or_else(|| "Unknown".to_string(), fmt_gb);
+    let model = match &report.model {
+        Some(m) => format!("{m}, from {}", report.model_source),
+        None => "model not detected".to_string(),
+    };
+    let window_from = if report.model_context_source == "default" {
+        "default".to_string()
+    } else {
+        report.model_context_source.clone()
+    };
+    let basis = match report.source {
+        Source::Script => "detection script",
+        Source::Nvml => "GPU VRAM-based",
+        Source::Model => "hosted model's window",
+        Source::Config => "config.md",
+        Source::Default => "default, no GPU found",
+    };
+    let using = match (report.source, report.cached) {
+        (Source::Config, false) => "manual override from config.md",
+        (Source::Default, false) => "default",
+        (_, false) => "auto-detected",
+        (_, true) => "cached; --refresh probes again",
+    };
+    format!(
+        "VRAM Detection Results:\n\
+         - GPU VRAM: {gpu}\n\
+         - RAM: {ram}\n\
+         - Model context window: {window} ({model}; window from {window_from})\n\
+         - Framework overhead: ~{overhead} tokens\n\
+         - **Recommended: {rec} tokens** ({basis}, {headroom} headroom)\n\
+         - **Max peak context per sub-task: {peak} tokens**\n\
+         - **Using: {rec} tokens** ({using})\n",
+        window = fmt_k(report.model_context_kb),
+        overhead = fmt_k(report.framework_overhead_tokens),
+        rec = fmt_k(report.recommended_kb),
+        headroom = fmt_pct(report.headroom),
+        peak = report.max_peak_context_kb,
+    )
+}
+
+/// `automaton detect-vram`: JSON (or the human block) on stdout, warnings on stderr, exit 0
+/// even with no GPU. A bad config.md is an error (exit 1) naming file and line.
+pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> anyhow::Result<u8> {
+    let settings = Settings::load(&ctx.project)?;
+    for w in &settings.warnings {
+        eprintln!("warning: {w}");
+    }
+    let report = detect(&settings, args.refresh);
+    if !report.cached {
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    let text = if args.human || args.format == VramFormat::Text {
+        render_human(&report)
+    } else {
+        let mut s = serde_json::to_string_pretty(&report)?;
+        s.push('\n');
+        s
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(crate::exit::OK),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use probe::{FakeProbe, Gpu};
+
+    /// The seed's example as a report.
+    pub(crate) fn sample_report() -> VramReport {
+        VramReport {
+            gpu_vram_gb: Some(8.0),
+            ram_gb: Some(16.0),
+            model_context_kb: 128_000,
+            framework_overhead_tokens: 4000,
+            recommended_kb: 16_000,
+            recommended_k: 16,
+            headroom: 0.25,
+            max_peak_context_kb: 12_000,
+            source: Source::Nvml,
+            auto_detect: true,
+            model: None,
+            model_source: "none found".into(),
+            model_context_source: "default".into(),
+            model_hosted: false,
+            gpus: vec![GpuReport {
+                index: 0,
+                name: "Fake".into(),
+                total_gb: 8.0,
+                free_gb: 7.5,
+            }],
+            gpu_reason: None,
+            format_version: cache::FORMAT_VERSION,
+            cached: false,
+            warnings: vec![],
+        }
+    }
+
+    fn gib_gpu(index: u32, gib: u64) -> Gpu {
+        Gpu {
+            index,
+            name: format!("Fake {index}"),
+            total_bytes: (gib << 30) - (4 << 20),
+            free_bytes: gib << 29,
+        }
+    }
+
+    fn run(project: &Path, probe: &FakeProbe, refresh: bool) -> VramReport {
+        let settings = Settings::load_with(project, None, &|_| None).expect("settings");
+        let no_env = |_: &str| None;
+        let env = DetectEnv {
+            user_home: None,
+            var: &no_env,
+            probe,
+            script_timeout: Duration::from_secs(5),
+        };
+        detect_with(&settings, refresh, &env)
+    }
+
+    #[test]
+    fn seed_example_through_the_fake_probe() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let probe = FakeProbe {
+            gpus: Ok(vec![gib_gpu(0, 8)]),
+            ram_bytes: 16 << 30,
+        };
+        let r = run(dir.path(), &probe, false);
+        assert_eq!(r.source, Source::Nvml);
+        assert_eq!(r.gpu_vram_gb, Some(8.0));
+        assert_eq!(r.ram_gb, Some(16.0));
+        assert_eq!(r.model_context_kb, 128_000);
+        assert_eq!(r.framework_overhead_tokens, 4000);
+        assert_eq!(r.recommended_kb, 16_000);
+        assert_eq!(r.recommended_k, 16);
+        assert_eq!(r.headroom, 0.25);
+        assert_eq!(r.max_peak_context_kb, 12_000);
+        // The second call comes from the cache even though the probe would now say otherwise.
+        let other = FakeProbe {
+            gpus: Ok(vec![]),
+            ram_bytes: 1 << 30,
+        };
+        let again = run(dir.path(), &other, false);
+        assert!(again.cached);
+        assert_eq!(again.recommended_kb, 16_000);
+        let fresh = run(dir.path(), &other, true);
+        assert!(!fresh.cached);
+        assert_eq!(fresh.recommended_kb, 8000);
+        assert_eq!(fresh.source, Source::Default);
+    }
+
+    #[test]
+    fn zero_one_several_gpus() {
+        let cases: &[(Vec<Gpu>, Option<f64>, u64, Source)] = &[
+            (vec![], None, 8000, Source::Default),
+            (vec![gib_gpu(0, 12)], Some(12.0), 24_000, Source::Nvml),
+            (
+                vec![gib_gpu(0, 4), gib_gpu(1, 4), gib_gpu(2, 4)],
+                Some(12.0),
+                24_000,
+                Source::Nvml,
+            ),
+            (
+                vec![gib_gpu(0, 24), gib_gpu(1, 24)],
+                Some(48.0),
+                32_000,
+                Source::Nvml,
+            ),
+        ];
+        for (gpus, vram, rec, source) in cases {
+            let dir = tempfile::tempdir().expect("tmp");
+            let probe = FakeProbe {
+                gpus: Ok(gpus.clone()),
+                ram_bytes: 8 << 30,
+            };
+            let r = run(dir.path(), &probe, true);
+            assert_eq!(r.gpu_vram_gb, *vram, "{gpus:?}");
+            assert_eq!(r.recommended_kb, *rec, "{gpus:?}");
+            assert_eq!(r.source, *source, "{gpus:?}");
+            assert_eq!(r.gpus.len(), gpus.len());
+        }
+    }
+
+    #[test]
+    fn hosted_model_is_not_limited_by_vram() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join(".automaton")).expect("mkdir");
+        std::fs::write(
+            dir.path().join(".automaton/config.md"),
+            "## Model Configuration\n- **Model**: claude-sonnet-4-5\n",
+        )
+        .expect("write");
+        let probe = FakeProbe {
+            gpus: Ok(vec![gib_gpu(0, 4)]),
+            ram_bytes: 8 << 30,
+        };
+        let r = run(dir.path(), &probe, true);
+        assert_eq!(r.source, Source::Model);
+        assert_eq!(r.model_context_kb, 200_000);
+        assert_eq!(r.recommended_kb, 25_000);
+        assert_eq!(r.max_peak_context_kb, 18_750);
+        assert_eq!(r.gpu_vram_gb, Some(4.0));
+    }
+
+    #[test]
+    fn manual_values_win_with_auto_detect_no() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join(".automaton/scripts")).expect("mkdir");
+        std::fs::write(
+            dir.path().join(".automaton/scripts/vram_detect.sh"),
+            "echo '{\"recommended_kb\": 50000}'\n",
+        )
+        .expect("write");
+        std::fs::write(
+            dir.path().join(".automaton/config.md"),
+            "## VRAM Configuration\n- **Auto-detect**: No\n- **Target context**: 20k tokens\n\
+             - **Headroom**: 10%\n- **Max peak context per sub-task**: 15k tokens\n",
+        )
+        .expect("write");
+        let probe = FakeProbe {
+            gpus: Ok(vec![gib_gpu(0, 8)]),
+            ram_bytes: 8 << 30,
+        };
+        let r = run(dir.path(), &probe, true);
+        assert_eq!(r.source, Source::Config);
+        assert!(!r.auto_detect);
+        assert_eq!(r.recommended_kb, 20_000);
+        assert_eq!(r.headroom, 0.1);
+        assert_eq!(r.max_peak_context_kb, 15_000);
+        assert_eq!(r.gpu_vram_gb, Some(8.0)); // still reported
+    }
+
+    #[test]
+    fn script_answers_and_fills_the_gaps() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::create_dir_all(dir.path().join(".automaton/scripts")).expect("mkdir");
+        std::fs::write(
+            dir.path().join(".automaton/scripts/vram_detect.sh"),
+            "echo '{\"gpu_vram_gb\": 12}'\n",
+        )
+        .expect("write");
+        let probe = FakeProbe {
+            gpus: Err("none".into()),
+            ram_bytes: 8 << 30,
+        };
+        let r = run(dir.path(), &probe, true);
+        assert_eq!(r.source, Source::Script);
+        assert_eq!(r.recommended_kb, 24_000);
+        assert_eq!(r.max_peak_context_kb, 18_000);
+        assert_eq!(r.ram_gb, Some(8.0));
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+
+    #[test]
+    fn json_has_every_seed_key() {
+        let mut r = sample_report();
+        r.gpu_vram_gb = None;
+        let v = serde_json::to_value(&r).expect("json");
+        for k in [
+            "gpu_vram_gb",
+            "ram_gb",
+            "model_context_kb",
+            "framework_overhead_tokens",
+            "recommended_kb",
+            "recommended_k",
+            "headroom",
+            "max_peak_context_kb",
+            "source",
+            "gpus",
+            "format_version",
+        ] {
+            assert!(v.get(k).is_some(), "{k} missing");
+        }
+        assert!(v["gpu_vram_gb"].is_null());
+        assert_eq!(v["ram_gb"], 16);
+        r.ram_gb = Some(15.6);
+        assert_eq!(serde_json::to_value(&r).expect("json")["ram_gb"], 15.6);
+    }
+
+    #[test]
+    fn vram_config_md_units() {
+        let r = sample_report();
+        let md = render_vram_config_md(&r, Some(10_000));
+        assert!(md.starts_with("# VRAM Configuration for this sub-task\n"));
+        for line in [
+            "- **Auto-detect**: Yes\n",
+            "- **Target VRAM context**: 16k tokens\n",
+            "- **Headroom**: 25%\n",
+            "- **Max peak context per sub-task**: 12000 tokens\n",
+            "- **GPU VRAM detected**: 8GB\n",
+            "- **RAM detected**: 16GB\n",
+            "- **Model context window**: Unknown (128k tokens assumed)\n",
+            "- **Framework overhead**: ~4000 tokens\n",
+            "- **This sub-task's estimated peak context**: 10k tokens\n",
+            "- **Fits within VRAM**: Yes\n",
+        ] {
+            assert!(md.contains(line), "missing {line:?} in\n{md}");
+        }
+        let mut no_gpu = r.clone();
+        no_gpu.gpu_vram_gb = None;
+        no_gpu.model_context_source = "model table".into();
+        no_gpu.model_context_kb = 200_000;
+        let md = render_vram_config_md(&no_gpu, Some(12_001));
+        assert!(md.contains("- **GPU VRAM detected**: None\n"), "{md}");
+        assert!(
+            md.contains("- **Model context window**: 200k tokens\n"),
+            "{md}"
+        );
+        assert!(md.contains("- **Fits within VRAM**: No\n"), "{md}");
+        assert!(md.contains("estimated peak context**: 12k tokens"), "{md}");
+        let md = render_vram_config_md(&r, None);
+        assert!(md.contains("- **Fits within VRAM**: Unknown\n"), "{md}");
+        assert!(fits(&r, 12_000));
+        assert!(!fits(&r, 12_001));
+    }
+
+    #[test]
+    fn human_block() {
+        let text = render_human(&sample_report());
+        assert!(text.starts_with("VRAM Detection Results:\n"));
+        assert!(text.contains("- GPU VRAM: 8GB (nvml: Fake 8GB)"), "{text}");
+        assert!(text.contains("- RAM: 16GB\n"), "{text}");
+        assert!(
+            text.contains("- Framework overhead: ~4k tokens\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- **Recommended: 16k tokens** (GPU VRAM-based, 25% headroom)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("- **Using: 16k tokens** (auto-detected)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn k_units() {
+        assert_eq!(fmt_k(16_000), "16k");
+        assert_eq!(fmt_k(12_500), "12.5k");
+        assert_eq!(fmt_k(131_072), "131.1k");
+        assert_eq!(fmt_pct(0.125), "12.5%");
+    }
 }
 
 /// Temporary stand-in until the detector lands.
