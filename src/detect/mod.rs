@@ -819,21 +819,3 @@ pub(crate) mod tests {
         assert_eq!(fmt_pct(0.125), "12.5%");
     }
 }
-
-/// Temporary stand-in until the detector lands.
-pub struct VramReport {
-    pub max_peak_context_kb: u64,
-    pub warnings: Vec<String>,
-}
-pub fn detect(_s: &crate::settings::Settings, _refresh: bool) -> VramReport {
-    VramReport {
-        max_peak_context_kb: 6000,
-        warnings: Vec::new(),
-    }
-}
-pub fn invalidate_cache(_p: &std::path::Path) -> std::io::Result<()> {
-    Ok(())
-}
-pub fn render_vram_config_md(_r: &VramReport, _e: Option<u64>) -> String {
-    "# VRAM Configuration for this sub-task\n".into()
-}

@@ -101,6 +101,8 @@ pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> anyhow::Result<u8> {
             copy_from: None,
         },
     )?;
+    // Seed 000: a new task invalidates the VRAM detection cache.
+    let _ = crate::detect::invalidate_cache(&ctx.project);
     println!("created {rel} ({})", start.word());
     Ok(crate::exit::OK)
 }
