@@ -194,10 +194,8 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         contract_grace: env_duration("AUTOMATON_CONTRACT_GRACE", Duration::from_secs(10)),
         kill_grace: env_duration("AUTOMATON_KILL_GRACE", Duration::from_secs(5)),
     };
+    // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
-    for w in &vram.warnings {
-        progress.line(&format!("warning: {w}"));
-    }
     let run = Run {
         settings: &settings,
         config,
