@@ -23,7 +23,20 @@ use std::process::ExitCode;
 #[derive(Debug, Clone)]
 pub struct Ctx {
     pub project: PathBuf,
-    pub color: bool,
+    pub color: cli::ColorWhen,
+}
+
+impl Ctx {
+    /// Whether to colour a stream: `--color`, then NO_COLOR, then whether it is a terminal.
+    pub fn colors(&self, is_terminal: bool) -> bool {
+        match self.color {
+            cli::ColorWhen::Always => true,
+            cli::ColorWhen::Never => false,
+            cli::ColorWhen::Auto => {
+                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+            }
+        }
+    }
 }
 
 /// Parse the command line, run the command, and turn the outcome into an exit code.
@@ -39,16 +52,7 @@ pub fn main() -> ExitCode {
             });
         }
     };
-    let color = match cli.color {
-        cli::ColorWhen::Always => true,
-        cli::ColorWhen::Never => false,
-        cli::ColorWhen::Auto => {
-            use std::io::IsTerminal;
-            std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::io::stdout().is_terminal()
-        }
-    };
-    let code = match run(&cli, color) {
+    let code = match run(&cli) {
         Ok(code) => code,
         Err(e) => {
             let code = e
@@ -61,12 +65,15 @@ pub fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-fn run(cli: &cli::Cli, color: bool) -> anyhow::Result<u8> {
+fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
     let project = std::path::absolute(&cli.project)?;
     if !project.is_dir() {
         anyhow::bail!("project folder {} does not exist", project.display());
     }
-    let ctx = Ctx { project, color };
+    let ctx = Ctx {
+        project,
+        color: cli.color,
+    };
     match &cli.command {
         cli::Command::Status(args) => report::status_command(&ctx, args),
         cli::Command::Orchestrate(args) | cli::Command::Continue(args) => {

@@ -514,3 +514,32 @@ fn manual_mode_reports_and_creates_fix_tasks_once() {
         .code(0);
     assert_ne!(p.read("tasks/auth-fix-token-leak/BUG_REPORT.md"), "bugs");
 }
+
+#[test]
+fn colour_follows_the_flag_and_no_color() {
+    let p = Project::new();
+    let out = p
+        .orchestrate()
+        .args(["research only", "--max-iterations", "1"])
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains('\x1b'),
+        "no colour off a terminal"
+    );
+    let mut c = p.orchestrate();
+    c.args(["--task", "tasks/research-only", "--max-iterations", "1"]);
+    let args: Vec<_> = c.get_args().map(|a| a.to_owned()).collect();
+    let mut always = assert_cmd::Command::new(env!("CARGO_BIN_EXE_automaton"));
+    always
+        .args(["--color", "always"])
+        .args(&args)
+        .env("HOME", p.home.path())
+        .env("AUTOMATON_AGENT", common::agent_command());
+    let out = always.output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("\x1b[32m✔"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

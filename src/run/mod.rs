@@ -184,7 +184,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         other => anyhow::Error::new(other),
     })?;
     let cancel = agent::install_signal_handlers()?;
-    let progress = Progress::new(args.json, args.quiet);
+    let progress = Progress::new(args.json, args.quiet, |tty| ctx.colors(tty));
     let limits = Limits {
         iterations: settings.count("limits.max_iterations"),
         phase: settings.duration("limits.max_phase_time"),

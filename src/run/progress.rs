@@ -14,12 +14,14 @@ pub enum Mode {
 
 pub struct Progress {
     mode: Mode,
+    color: bool,
     /// Whether a live line is on screen (to clear it before a plain line).
     live_shown: Mutex<bool>,
 }
 
 impl Progress {
-    pub fn new(json: bool, quiet: bool) -> Self {
+    /// `color` decides for stderr (see [`crate::Ctx::colors`]).
+    pub fn new(json: bool, quiet: bool, color: impl FnOnce(bool) -> bool) -> Self {
         let mode = if json {
             Mode::Json
         } else if quiet {
@@ -31,6 +33,7 @@ impl Progress {
         };
         Progress {
             mode,
+            color: color(std::io::stderr().is_terminal()),
             live_shown: Mutex::new(false),
         }
     }
@@ -70,8 +73,27 @@ impl Progress {
                 let _ = write!(err, "\r\x1b[2K");
                 *shown = false;
             }
-            let _ = writeln!(err, "{text}");
+            let _ = writeln!(err, "{}", self.paint(text));
         }
+    }
+
+    /// Colour a progress line by its leading mark.
+    fn paint(&self, text: &str) -> String {
+        if !self.color {
+            return text.to_string();
+        }
+        let code = if text.starts_with('✔') {
+            "32"
+        } else if text.starts_with('✘') {
+            "31"
+        } else if text.starts_with("warning") {
+            "33"
+        } else if text.starts_with('▶') {
+            "36"
+        } else {
+            return text.to_string();
+        };
+        format!("\x1b[{code}m{text}\x1b[0m")
     }
 
     /// The live line (terminal only): task, phase, elapsed time, the agent's last line.
