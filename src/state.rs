@@ -370,7 +370,8 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn plain(state: State) -> Self {
+    /// A decision with nothing but a state.
+    pub fn plain(state: State) -> Self {
         Decision {
             state,
             reason: None,

@@ -189,15 +189,8 @@ impl Walker {
             children: Vec::new(),
             depth,
             snap,
-            decision: Decision {
-                state: State::New,
-                reason: None,
-                waiting_on: Vec::new(),
-                blocked: Vec::new(),
-                counts: None,
-                missing: Vec::new(),
-                orphans: Vec::new(),
-            },
+            // Decided in `finish`, once the sub-tasks are read.
+            decision: Decision::plain(State::New),
         });
         if let Some(p) = parent {
             self.nodes[p].children.push(index);
