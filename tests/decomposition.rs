@@ -152,7 +152,9 @@ fn two_waves_run_in_parallel_and_wave_two_waits_for_wave_one() {
             "Wire the CLI to the cached settings",
         ),
     ]);
-    run_plan(&p, &decomposition, "*=slow")
+    // a is quick and b slow, so a slot frees while b still runs: only the barrier keeps c
+    // from taking it.
+    run_plan(&p, &decomposition, "*=slow a:*=ok")
         .env("AGENT_SLEEP", "0.15")
         .args(["--jobs", "2", "p"])
         .assert()
