@@ -510,3 +510,51 @@ fn kill_9_during_a_wave_then_rerun_runs_no_completed_phase_twice() {
     assert_eq!(p.read(&format!("{PARENT}/.state")), "complete\n");
     assert!(process_gone(child));
 }
+
+#[test]
+fn a_cut_short_subtask_is_filled_in_and_an_orphan_with_logs_is_kept() {
+    let p = project();
+    p.write(&format!("{PARENT}/SPEC.md"), "# Spec\n")
+        .write(
+            &format!("{PARENT}/DECOMPOSITION.md"),
+            plan(&[("x", 1, "-", "-", "Do the x thing")]),
+        )
+        // An earlier run died between creating x and writing its PARENT_SPEC.md.
+        .write(&format!("{}/.state", sub("x")), "new\n");
+    // Orphans: one holds only what automaton wrote; one ran a phase that left only its log.
+    for (name, extra) in [("untouched", None), ("tried", Some("logs/research-1.log"))] {
+        for f in [".state", "PARENT_SPEC.md", "VRAM_CONFIG.md"] {
+            p.write(&format!("{}/{f}", sub(name)), "x\n");
+        }
+        if let Some(f) = extra {
+            p.write(&format!("{}/{f}", sub(name)), "agent output\n");
+        }
+    }
+    p.orchestrate()
+        .args(["--task", PARENT])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(format!(
+            "+ {}: PARENT_SPEC.md and VRAM_CONFIG.md written",
+            sub("x")
+        )))
+        .stderr(predicate::str::contains(format!(
+            "- {}: no longer in DECOMPOSITION.md and never started; removed",
+            sub("untouched")
+        )))
+        .stderr(predicate::str::contains(format!(
+            "warning: {} is no longer in DECOMPOSITION.md but has work in it; kept",
+            sub("tried")
+        )));
+    assert!(
+        p.read(&format!("{}/PARENT_SPEC.md", sub("x")))
+            .contains("Do the x thing")
+    );
+    assert!(p.join(&format!("{}/VRAM_CONFIG.md", sub("x"))).is_file());
+    assert_eq!(p.read(&format!("{}/.state", sub("x"))), "complete\n");
+    assert!(!p.join(&sub("untouched")).exists());
+    assert_eq!(
+        p.read(&format!("{}/logs/research-1.log", sub("tried"))),
+        "agent output\n"
+    );
+}
