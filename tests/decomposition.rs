@@ -256,11 +256,19 @@ fn a_failed_subtask_blocks_its_dependent_while_a_sibling_completes() {
         parent["subtasks"]["blocked"],
         serde_json::json!([{"name": "c", "by": "a"}])
     );
-    assert_eq!(task(&doc, &sub("c"))["blocked_by"], "a");
+    let c = task(&doc, &sub("c"));
+    assert_eq!(c["blocked_by"], "a");
+    // Nothing to run for it: running it alone would skip its failed dependency.
+    assert_eq!(c["next_step"], "blocked");
+    assert!(c["command"].is_null(), "{c:#}");
     assert!(task(&doc, &sub("b")).get("blocked_by").is_none());
 
     let text = status_text(&p);
     assert!(text.contains("- **Blocked**: c (by a)"), "{text}");
+    assert!(
+        text.contains("- **Next Step**: Blocked (fix sub-task a first)"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "**Task: {}**\n- **Status**: New (state `new`)",
