@@ -35,7 +35,8 @@ pub struct TaskView {
     pub state: &'static str,
     /// The last phase done, as the seed's `Status` line says it.
     pub status: String,
-    /// A phase word, `subtasks` (waiting on them), `human` or `none`.
+    /// A phase word, `subtasks` (waiting on them), `blocked` (a sub-task whose dependency did
+    /// not pass: nothing to run until a human fixes that), `human` or `none`.
     pub next_step: String,
     /// The command that runs the next step (null when there is nothing to run).
     pub command: Option<String>,
@@ -136,8 +137,18 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
     let state = node.state();
     let run = format!("{prefix} orchestrate --task {}", node.rel);
     let waiting = state == State::Decomposition && node.snap.plan.is_some();
+    let blocked_by = node.parent.and_then(|p| {
+        tree.nodes[p]
+            .decision
+            .blocked
+            .iter()
+            .find(|(n, _)| *n == node.name)
+            .map(|(_, by)| by.clone())
+    });
     let (next_step, command) = match state {
         State::Complete => ("none".to_string(), None),
+        // Its waves will not run it, and running it alone would skip the failed dependency.
+        _ if blocked_by.is_some() => ("blocked".to_string(), None),
         State::HumanIntervention => {
             let fixes = !planned_fix_tasks(tree, i).is_empty();
             (
@@ -162,14 +173,6 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
             .as_ref()
             .and_then(|plan| plan.as_ref().ok())
             .and_then(|plan| plan.row(&node.name).cloned())
-    });
-    let blocked_by = node.parent.and_then(|p| {
-        tree.nodes[p]
-            .decision
-            .blocked
-            .iter()
-            .find(|(n, _)| *n == node.name)
-            .map(|(_, by)| by.clone())
     });
     let subtasks = match (&node.snap.plan, d.counts) {
         (Some(Ok(plan)), Some(counts)) => {
@@ -229,6 +232,10 @@ fn next_step_title(v: &TaskView) -> String {
     match v.next_step.as_str() {
         "none" => "None (complete)".into(),
         "human" => "Human decision".into(),
+        "blocked" => match &v.blocked_by {
+            Some(by) => format!("Blocked (fix sub-task {by} first)"),
+            None => "Blocked".into(),
+        },
         "subtasks" => match &v.subtasks {
             Some(s) if !s.waiting_on.is_empty() => {
                 format!("Sub-tasks (waiting on {})", s.waiting_on.join(", "))

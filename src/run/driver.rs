@@ -340,6 +340,7 @@ fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Opt
                         .join(format!("{parent_rel}/subtasks/{name}"));
                     let reason = format!("error: {e:#}");
                     let _ = write_atomic(&dir.join(STOP_FILE), format!("{reason}\n").as_bytes());
+                    let _ = write_state(&dir, State::HumanIntervention);
                     run.progress
                         .line(&format!("✘ {parent_rel}/subtasks/{name}: {reason}"));
                 }

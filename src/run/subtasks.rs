@@ -5,13 +5,16 @@ use super::Run;
 use crate::artifact::decomposition::{Plan, SubtaskRow};
 use crate::fsx::write_atomic;
 use crate::state::{Decision, State};
+use crate::task::snapshot::{STATE_FILE, SUBTASKS_DIR};
 use crate::task::{NewTask, TaskTree, create_task};
 use serde_json::json;
 use std::path::Path;
 
 /// Make the folders of listed sub-tasks that do not exist yet (with `.state`, PARENT_SPEC.md
-/// and VRAM_CONFIG.md); leave existing ones untouched. Orphans (folders no longer listed) are
-/// deleted only when they never started; otherwise they are kept and named.
+/// and VRAM_CONFIG.md); leave existing ones untouched, except that a never-started folder whose
+/// creation was cut short gets the files it lacks. Orphans (folders no longer listed) are
+/// deleted only when they never started (nothing in them but those three files); otherwise
+/// they are kept and named.
 pub fn sync_subtasks(
     run: &Run<'_>,
     parent_rel: &str,
@@ -20,10 +23,36 @@ pub fn sync_subtasks(
     decision: &Decision,
 ) -> anyhow::Result<()> {
     let project = &run.settings.project;
-    if !decision.missing.is_empty() {
+    // Listed sub-tasks whose folder exists but lacks the files sync writes after creating it:
+    // an earlier run died in between (kill -9, power loss). They never started, so fill in
+    // what is missing before anything runs without its scope.
+    let unfinished: Vec<&str> = plan
+        .rows
+        .iter()
+        .map(|r| r.name.as_str())
+        .filter(|name| !decision.missing.iter().any(|m| m == name))
+        .filter(|name| {
+            let dir = parent_dir.join(SUBTASKS_DIR).join(name);
+            never_started(&dir)
+                && ["PARENT_SPEC.md", "VRAM_CONFIG.md"]
+                    .iter()
+                    .any(|f| !dir.join(f).is_file())
+        })
+        .collect();
+    if !decision.missing.is_empty() || !unfinished.is_empty() {
         // A decomposition is being applied: size the sub-tasks with a fresh detection.
         let _ = crate::detect::invalidate_cache(project);
         let vram = crate::detect::detect(run.settings, false);
+        for name in &unfinished {
+            let Some(row) = plan.row(name) else { continue };
+            let dir = parent_dir.join(SUBTASKS_DIR).join(name);
+            write_sync_files(&dir, parent_rel, row, &vram)?;
+            run.progress.event(
+                "subtask_repaired",
+                json!({"task": format!("{parent_rel}/subtasks/{name}")}),
+                || format!("+ {parent_rel}/subtasks/{name}: PARENT_SPEC.md and VRAM_CONFIG.md written (its creation was cut short)"),
+            );
+        }
         for name in &decision.missing {
             let Some(row) = plan.row(name) else { continue };
             let rel = format!("{parent_rel}/subtasks/{name}");
@@ -36,14 +65,7 @@ pub fn sync_subtasks(
                     copy_from: None,
                 },
             )?;
-            write_atomic(
-                &dir.join("PARENT_SPEC.md"),
-                parent_spec(parent_rel, row, vram.max_peak_context_kb).as_bytes(),
-            )?;
-            write_atomic(
-                &dir.join("VRAM_CONFIG.md"),
-                crate::detect::render_vram_config_md(&vram, row.estimate).as_bytes(),
-            )?;
+            write_sync_files(&dir, parent_rel, row, &vram)?;
             run.progress.event(
                 "subtask_created",
                 json!({"task": rel, "wave": row.wave, "depends_on": row.depends_on, "estimate": row.estimate}),
@@ -68,7 +90,8 @@ pub fn sync_subtasks(
             let rel = format!("{parent_rel}/subtasks/{name}");
             let started = tree
                 .find(&rel)
-                .is_none_or(|i| !tree.nodes[i].snap.artifacts.is_empty());
+                .is_none_or(|i| !tree.nodes[i].snap.artifacts.is_empty())
+                || !never_started(&parent_dir.join(SUBTASKS_DIR).join(name));
             if started {
                 run.progress.event("orphan_kept", json!({"task": rel}), || {
                     format!("warning: {rel} is no longer in DECOMPOSITION.md but has work in it; kept (delete it yourself if it is not needed)")
@@ -82,6 +105,41 @@ pub fn sync_subtasks(
             }
         }
     }
+    Ok(())
+}
+
+/// The files sync writes into a sub-task folder it creates (besides `.state`).
+const SYNC_FILES: [&str; 3] = [STATE_FILE, "PARENT_SPEC.md", "VRAM_CONFIG.md"];
+
+/// Whether a sub-task folder holds nothing but what sync wrote into it: no artifact, no log,
+/// no `.stop`, no note of the user's. Only such a folder may be deleted or filled in.
+fn never_started(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => entries.into_iter().all(|e| {
+            e.is_ok_and(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| SYNC_FILES.contains(&n))
+            })
+        }),
+        Err(_) => false,
+    }
+}
+
+fn write_sync_files(
+    dir: &Path,
+    parent_rel: &str,
+    row: &SubtaskRow,
+    vram: &crate::detect::VramReport,
+) -> anyhow::Result<()> {
+    write_atomic(
+        &dir.join("PARENT_SPEC.md"),
+        parent_spec(parent_rel, row, vram.max_peak_context_kb).as_bytes(),
+    )?;
+    write_atomic(
+        &dir.join("VRAM_CONFIG.md"),
+        crate::detect::render_vram_config_md(vram, row.estimate).as_bytes(),
+    )?;
     Ok(())
 }
 

@@ -1,7 +1,10 @@
 #!/bin/sh
 # Scripted agent for the integration tests. It writes the phase's artifact, unless
 # AGENT_BEHAVIOR names another behaviour for this phase: a space-separated list of
-# phase=behaviour (or *=behaviour for every phase). Behaviours:
+# phase=behaviour (or *=behaviour for every phase), or <task-name>:<phase>=behaviour (and
+# <task-name>:*=behaviour) for one task only, where <task-name> is the last path component
+# of AUTOMATON_TASK (so `a:referee=fail` fails sub-task .../subtasks/a). Later items win.
+# Behaviours:
 #   ok (default), fail (FAIL verdict), needs_review, empty (empty artifact), malformed
 #   (two verdict words), exit3 (exit 3 without the artifact), none (exit 0 without the
 #   artifact), contract_only (print CONTRACT_MET, write nothing), hang (start a grandchild,
@@ -12,11 +15,12 @@
 set -u
 phase=$AUTOMATON_PHASE
 task=${AUTOMATON_TASK:-?}
+name=${task##*/}
 start=$(date +%s%N)
 behavior=ok
 for item in ${AGENT_BEHAVIOR:-}; do
   case $item in
-    "$phase"=*|"*"=*) behavior=${item#*=} ;;
+    "$phase"=*|"*"=*|"$name:$phase"=*|"$name:*"=*) behavior=${item#*=} ;;
   esac
 done
 # Read the prompt like a real agent would (and prove it arrives on stdin).
