@@ -543,3 +543,24 @@ fn colour_follows_the_flag_and_no_color() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn continue_skips_sub_tasks_of_a_parent_that_needs_a_human() {
+    let p = Project::new();
+    p.write("tasks/p/SPEC.md", "x")
+        .write(
+            "tasks/p/DECOMPOSITION.md",
+            "| Sub-task | Wave | Depends on |\n|---|---|---|\n| a | 1 | - |\n| c | 2 | a |\n",
+        )
+        .write("tasks/p/subtasks/a/VERDICT.md", "Verdict: FAIL\n")
+        .mkdir("tasks/p/subtasks/c")
+        .write("tasks/p-fix-a/SPEC.md", "x")
+        .write("tasks/p-fix-a/DOC_REVIEW.md", "x");
+    let mut c = p.orchestrate();
+    with_log(&p, &mut c);
+    c.assert().code(0);
+    assert_eq!(
+        p.agent_runs(),
+        vec![("tasks/p-fix-a".to_string(), "referee".to_string())]
+    );
+}

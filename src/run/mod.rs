@@ -319,17 +319,21 @@ fn select_task(
 /// Seed 000: the most advanced unfinished task, sub-tasks before parents, later phases first.
 /// A sub-task is driven through its top-level parent, whose waves run it with its siblings.
 pub fn most_advanced(tree: &TaskTree) -> Option<String> {
+    let top_of = |mut i: usize| {
+        while let Some(p) = tree.nodes[i].parent {
+            i = p;
+        }
+        i
+    };
+    // A sub-task can only go on through a top-level task that can.
     let best = (0..tree.nodes.len())
         .filter(|i| !tree.nodes[*i].state().is_terminal())
+        .filter(|i| !tree.nodes[top_of(*i)].state().is_terminal())
         .max_by_key(|i| {
             let n = &tree.nodes[*i];
             (n.depth, n.state().rank(), std::cmp::Reverse(n.rel.clone()))
         })?;
-    let mut top = best;
-    while let Some(p) = tree.nodes[top].parent {
-        top = p;
-    }
-    Some(tree.nodes[top].rel.clone())
+    Some(tree.nodes[top_of(best)].rel.clone())
 }
 
 fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
