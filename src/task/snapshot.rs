@@ -104,6 +104,8 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
             Err(e) => warnings.push(format!("{rel}/{ORIGIN_FILE}: cannot read: {e}")),
         }
     }
+    // VERDICT.md and DECOMPOSITION.md are parsed anyway: read them once.
+    let mut texts: Vec<(Artifact, String)> = Vec::new();
     for a in present {
         let path = dir.join(a.file_name());
         let inherited = snap
@@ -118,6 +120,15 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
                     false
                 }
             },
+            None if matches!(a, Artifact::Verdict | Artifact::Decomposition) => {
+                match read_text(&path, rel, warnings) {
+                    Some(text) if has_content(text.as_bytes()) => {
+                        texts.push((a, text));
+                        true
+                    }
+                    _ => false,
+                }
+            }
             None => match probe_content(&path) {
                 Ok((content, utf8_ok)) => {
                     if !utf8_ok {
@@ -135,12 +146,15 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
             snap.artifacts.insert(a);
         }
     }
+    let mut text_of = |a: Artifact| match texts.iter().position(|(t, _)| *t == a) {
+        Some(i) => Some(texts.swap_remove(i).1),
+        None => read_text(&dir.join(a.file_name()), rel, warnings),
+    };
     if snap.artifacts.contains(Artifact::Verdict) {
-        snap.verdict = read_text(&dir.join("VERDICT.md"), rel, warnings).map(|t| parse_verdict(&t));
+        snap.verdict = text_of(Artifact::Verdict).map(|t| parse_verdict(&t));
     }
     if snap.artifacts.contains(Artifact::Decomposition) {
-        snap.plan = read_text(&dir.join("DECOMPOSITION.md"), rel, warnings)
-            .map(|t| parse_decomposition(&t));
+        snap.plan = text_of(Artifact::Decomposition).map(|t| parse_decomposition(&t));
     }
     if control.contains(&STATE_FILE) {
         match fs::read(dir.join(STATE_FILE)) {

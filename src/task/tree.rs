@@ -82,6 +82,9 @@ impl TaskTree {
     }
 }
 
+/// Below this many top-level tasks a walk stays on one thread.
+const PARALLEL_MIN: usize = 64;
+
 struct Walker {
     nodes: Vec<TaskNode>,
     warnings: Vec<String>,
@@ -107,26 +110,45 @@ impl Walker {
         depth: usize,
         is_root: bool,
     ) {
+        let tasks = self.task_folders(dir, rel, is_root);
+        if is_root && tasks.len() >= PARALLEL_MIN {
+            self.visit_parallel(tasks, depth);
+            return;
+        }
+        for (path, child_rel, name) in tasks {
+            self.visit_task(&path, child_rel, name, parent, depth);
+        }
+    }
+
+    /// The task folders in `dir`, sorted by name; anything else is a warning.
+    fn task_folders(
+        &mut self,
+        dir: &Path,
+        rel: &str,
+        is_root: bool,
+    ) -> Vec<(PathBuf, String, String)> {
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
                 self.warnings
                     .push(format!("{rel}: cannot read folder: {e}"));
-                return;
+                return Vec::new();
             }
         };
-        let mut names = Vec::new();
+        let mut listed = Vec::new();
         for entry in entries {
             match entry {
-                Ok(e) => names.push(e.file_name()),
+                Ok(e) => listed.push(e),
                 Err(e) => self
                     .warnings
                     .push(format!("{rel}: cannot read an entry: {e}")),
             }
         }
-        names.sort();
-        for os_name in names {
-            let path = dir.join(&os_name);
+        listed.sort_by_key(|e| e.file_name());
+        let mut tasks = Vec::new();
+        for entry in listed {
+            let os_name = entry.file_name();
+            let path = entry.path();
             let Some(name) = os_name.to_str() else {
                 self.warnings.push(format!(
                     "{rel}/{}: name is not UTF-8; skipped",
@@ -138,21 +160,69 @@ impl Walker {
                 continue;
             }
             let child_rel = format!("{rel}/{name}");
-            match fs::metadata(&path) {
-                Ok(m) if m.is_dir() => {
-                    if is_root && name == "subtasks" {
-                        self.warnings.push(format!(
-                            "{child_rel}: a `subtasks` folder directly under {rel}/ (skipped)"
-                        ));
-                        continue;
-                    }
-                    self.visit_task(&path, child_rel, name.to_string(), parent, depth);
+            // The entry's own type saves a stat; only a symlink needs following.
+            let is_dir = match entry.file_type() {
+                Ok(t) if t.is_symlink() => fs::metadata(&path).map(|m| m.is_dir()),
+                Ok(t) => Ok(t.is_dir()),
+                Err(e) => Err(e),
+            };
+            match is_dir {
+                Ok(true) if is_root && name == SUBTASKS_DIR => {
+                    self.warnings.push(format!(
+                        "{child_rel}: a `subtasks` folder directly under {rel}/ (skipped)"
+                    ));
                 }
-                Ok(_) => self.warnings.push(format!(
+                Ok(true) => tasks.push((path, child_rel, name.to_string())),
+                Ok(false) => self.warnings.push(format!(
                     "{child_rel}: stray file, not a task folder (ignored)"
                 )),
                 Err(e) => self.warnings.push(format!("{child_rel}: cannot read: {e}")),
             }
+        }
+        tasks
+    }
+
+    /// Visit top-level task folders on every core, then append the parts in name order, so the
+    /// result is the same as a sequential walk. Reading artifacts is mostly system time, which
+    /// a second core halves.
+    fn visit_parallel(&mut self, tasks: Vec<(PathBuf, String, String)>, depth: usize) {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8);
+        let chunk = tasks.len().div_ceil(threads);
+        let seen = &self.seen;
+        let parts: Vec<Walker> = std::thread::scope(|scope| {
+            let handles: Vec<_> = tasks
+                .chunks(chunk)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut w = Walker {
+                            seen: seen.clone(),
+                            ..Walker::new()
+                        };
+                        for (path, rel, name) in part {
+                            w.visit_task(path, rel.clone(), name.clone(), None, depth);
+                        }
+                        w
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+                .collect()
+        });
+        for part in parts {
+            let offset = self.nodes.len();
+            for mut node in part.nodes {
+                node.parent = node.parent.map(|p| p + offset);
+                for c in &mut node.children {
+                    *c += offset;
+                }
+                self.nodes.push(node);
+            }
+            self.warnings.extend(part.warnings);
+            self.seen.extend(part.seen);
         }
     }
 
