@@ -138,8 +138,9 @@ pub struct AgentOutcome {
 /// Longest `last_line` kept, in characters.
 const LAST_LINE_MAX_CHARS: usize = 200;
 /// Longest slowest poll interval; polling starts at 1 ms and doubles up to this, so a fast agent
-/// is noticed within a millisecond or two and a slow one costs ~20 wake-ups a second.
-const MAX_POLL: Duration = Duration::from_millis(50);
+/// is noticed within a millisecond or two and a slow one costs ~100 cheap wake-ups a second
+/// (10 ms keeps the gap between two phases of a wave small; see bench/waves_32.sh).
+const MAX_POLL: Duration = Duration::from_millis(10);
 /// Bytes of an unfinished line kept between reads (longer lines keep their tail).
 const PARTIAL_MAX: usize = 8 * 1024;
 
