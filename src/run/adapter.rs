@@ -47,7 +47,7 @@ impl PhaseReport {
     pub fn tokens(&self) -> Option<u64> {
         match (self.input_tokens, self.output_tokens) {
             (None, None) => None,
-            (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
+            (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
         }
     }
 }
@@ -319,14 +319,18 @@ pub fn parse_claude(output: &str) -> PhaseReport {
         ]
         .iter()
         .filter_map(|k| u64_field(u, k))
-        .fold(None, |acc: Option<u64>, n| Some(acc.unwrap_or(0) + n));
+        .fold(None, |acc: Option<u64>, n| {
+            Some(acc.unwrap_or(0).saturating_add(n))
+        });
         r.input_tokens = input;
         r.output_tokens = u64_field(u, "output_tokens");
     }
     if let Some(models) = result.get("modelUsage").and_then(Value::as_object) {
         // The model that did most of the work (most output tokens) names the run.
         let main = models.iter().max_by_key(|(_, m)| {
-            u64_field(m, "outputTokens").unwrap_or(0) + u64_field(m, "inputTokens").unwrap_or(0)
+            u64_field(m, "outputTokens")
+                .unwrap_or(0)
+                .saturating_add(u64_field(m, "inputTokens").unwrap_or(0))
         });
         if let Some((name, m)) = main {
             r.model = Some(name.clone());
@@ -349,9 +353,12 @@ pub fn parse_claude(output: &str) -> PhaseReport {
             })
             .map(|m| format!(": {}", short(&m)))
             .unwrap_or_default();
-        r.error = Some(format!(
-            "claude reported an error result ({subtype}){detail}"
-        ));
+        let kind = if subtype == "success" {
+            String::new()
+        } else {
+            format!(" ({subtype})")
+        };
+        r.error = Some(format!("claude reported an error result{kind}{detail}"));
     } else {
         r.ok = Some(true);
     }
@@ -401,7 +408,7 @@ pub fn parse_codex(output: &str) -> PhaseReport {
                 if let Some(u) = e.get("usage") {
                     let add = |acc: Option<u64>, n: Option<u64>| match (acc, n) {
                         (None, None) => None,
-                        (a, n) => Some(a.unwrap_or(0) + n.unwrap_or(0)),
+                        (a, n) => Some(a.unwrap_or(0).saturating_add(n.unwrap_or(0))),
                     };
                     // input_tokens already counts the cached ones (cached_input_tokens is a part).
                     r.input_tokens = add(r.input_tokens, u64_field(u, "input_tokens"));
@@ -420,7 +427,10 @@ pub fn parse_codex(output: &str) -> PhaseReport {
                     .map(str::to_string)
                     .or_else(|| last_error.clone())
                     .unwrap_or_else(|| "no message".to_string());
-                r.error = Some(format!("codex reported turn.failed: {}", short(&msg)));
+                r.error = Some(format!(
+                    "codex reported turn.failed: {}",
+                    short(&unwrap_api_error(&msg))
+                ));
             }
             Some("error") => {
                 last_error = str_field(e, "message")
@@ -464,6 +474,20 @@ pub fn parse_codex(output: &str) -> PhaseReport {
     r
 }
 
+/// Codex passes a provider's error body through as its message: keep the message inside
+/// `{"error": {"message": ...}}` when it is one.
+fn unwrap_api_error(msg: &str) -> String {
+    serde_json::from_str::<Value>(msg.trim())
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| msg.to_string())
+}
+
 /// aider with one message from the prompt file.
 pub struct Aider;
 
@@ -502,9 +526,9 @@ pub fn parse_aider(output: &str) -> PhaseReport {
             for piece in tokens.split(',') {
                 let piece = piece.trim().trim_end_matches('.');
                 if let Some(n) = piece.strip_suffix(" sent").and_then(aider_count) {
-                    r.input_tokens = Some(r.input_tokens.unwrap_or(0) + n);
+                    r.input_tokens = Some(r.input_tokens.unwrap_or(0).saturating_add(n));
                 } else if let Some(n) = piece.strip_suffix(" received").and_then(aider_count) {
-                    r.output_tokens = Some(r.output_tokens.unwrap_or(0) + n);
+                    r.output_tokens = Some(r.output_tokens.unwrap_or(0).saturating_add(n));
                 }
             }
             if let Some(cost) = parts.next() {

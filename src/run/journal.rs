@@ -144,7 +144,7 @@ pub fn usage(task_dir: &Path) -> Option<Usage> {
             &mut u.tokens,
             v["tokens"].as_u64().or(match (input, output) {
                 (None, None) => None,
-                (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
+                (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
             }),
         );
         if let Some(c) = v["cost_usd"].as_f64().filter(|c| c.is_finite()) {
