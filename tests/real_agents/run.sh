@@ -16,8 +16,9 @@
 #    the same namespace), makes a scratch git project with `- **Agent**: <cli>` in
 #    .automaton/.agent.md, runs `automaton orchestrate` through the whole lifecycle and checks
 #    it (tests/real_agents/check.py): every artifact written by the CLI itself, .state complete,
-#    usage in the journal (claude, codex). Extra paths: a FAIL verdict (codex, exit 10) and the
-#    agent's own error signal (claude against a model error, exit 12).
+#    usage in the journal (claude, codex). Extra paths: a FAIL verdict (codex, exit 10), the
+#    agent's own error signal (claude and codex against a model error, exit 12), and the
+#    examples/agents/ recipes as the agent command (claude, codex).
 # Prints each orchestrate transcript, the per-phase journal and the total time.
 #
 # Knobs: AUTOMATON_REAL_AGENTS_CACHE (default target/real-agents-cache), REAL_AGENTS (default
@@ -40,7 +41,8 @@ say() { printf '\n=== %s\n' "$*"; }
 
 # ---------------------------------------------------------------------------------- outside
 if [ "${1:-}" != --inside ]; then
-    export TIER_T0=$(date +%s)
+    TIER_T0=$(date +%s)
+    export TIER_T0
     mkdir -p "$CACHE"
     CACHE=$(cd "$CACHE" && pwd)
     export AUTOMATON_REAL_AGENTS_CACHE=$CACHE
@@ -72,7 +74,12 @@ if [ "${1:-}" != --inside ]; then
                 } ;;
             *) echo "run.sh: unknown agent '$a' in REAL_AGENTS" >&2; exit 2 ;;
         esac
-        if installed "$bin" "$(eval echo "\$$(echo "$a" | tr a-z A-Z)_VERSION")"; then
+        case $a in
+            claude) want=$CLAUDE_VERSION ;;
+            codex) want=$CODEX_VERSION ;;
+            *) want=$AIDER_VERSION ;;
+        esac
+        if installed "$bin" "$want"; then
             echo "$a: $("$bin" --version 2>/dev/null | head -n 1)"
         else
             echo "SKIP $a: the install of the pinned version failed; see $CACHE/$a-install.log:" >&2
@@ -87,7 +94,8 @@ if [ "${1:-}" != --inside ]; then
         AUTOMATON_BIN=$ROOT/target/release/automaton
     fi
     export AUTOMATON_BIN
-    export TIER_INSTALL_S=$(($(date +%s) - TIER_T0))
+    TIER_INSTALL_S=$(($(date +%s) - TIER_T0))
+    export TIER_INSTALL_S
     if [ -z "${REAL_AGENTS_NO_UNSHARE:-}" ] && unshare -n true 2>/dev/null; then
         say "entering a network namespace with only loopback (unshare -n)"
         exec unshare -n bash "$0" --inside
@@ -172,11 +180,15 @@ EOF
     esac
 }
 
-# agent_md CLI: .automaton/.agent.md choosing the adapter (default command line).
+# agent_md CLI: .automaton/.agent.md choosing the adapter: its default command line, or the
+# examples/agents/ recipe when RECIPE=1.
 agent_md() {
     {
         echo "## Agent"
         echo "- **Agent**: $1"
+        if [ "${RECIPE:-}" = 1 ]; then
+            echo "- **Agent command**: sh $ROOT/examples/agents/$1.sh"
+        fi
         if [ "$1" = aider ]; then
             echo "- **Model**: openai/stub"
             echo "- **Agent flags**: --model-metadata-file $W/model-metadata.json --edit-format whole" \
@@ -194,8 +206,8 @@ scenario() {
     agent_env "$cli"
     agent_md "$cli"
     local task
-    task=tasks/$(printf '%s' "$desc" | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | sed 's/^-//; s/-$//')
-    say "$cli: automaton orchestrate \"$desc\" (expect exit $want)"
+    task=tasks/$(printf '%s' "$desc" | tr '[:upper:]' '[:lower:]' | tr -cs '[:lower:][:digit:]' '-' | sed 's/^-//; s/-$//')
+    say "$cli${RECIPE:+ (examples/agents/$cli.sh)}: automaton orchestrate \"$desc\" (expect exit $want)"
     local t0 rc=0
     t0=$(date +%s%N)
     env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" orchestrate \
@@ -209,7 +221,7 @@ scenario() {
         ok=0
     fi
     if [ -f "$PROJ/$task/logs/journal.jsonl" ]; then
-        python3 "$HERE/check.py" "$mode" "$PROJ" "$task" "$cli" $extra || ok=0
+        python3 "$HERE/check.py" "$mode" "$PROJ" "$task" "$cli" ${extra:+"$extra"} || ok=0
     else
         echo "    FAIL: no journal at $task/logs/journal.jsonl"
         ok=0
@@ -233,11 +245,13 @@ for cli in $REAL_AGENTS; do
     case $cli in
         claude)
             scenario claude claude-lifecycle "add a greeting script" 0 complete --usage
-            scenario claude claude-model-error "model-error on every call" 12 agent_failed ;;
+            scenario claude claude-model-error "model-error on every call" 12 agent_failed
+            RECIPE=1 scenario claude claude-recipe "add a greeting script" 0 complete --usage ;;
         codex)
             scenario codex codex-lifecycle "add a greeting script" 0 complete --usage
             scenario codex codex-verdict-fail "greeting the referee must fail" 10 verdict_fail
-            scenario codex codex-model-error "model-error on every call" 12 agent_failed ;;
+            scenario codex codex-model-error "model-error on every call" 12 agent_failed
+            RECIPE=1 scenario codex codex-recipe "add a greeting script" 0 complete --usage ;;
         aider)
             scenario aider aider-lifecycle "add a greeting script" 0 complete ;;
     esac
