@@ -207,9 +207,26 @@ fn short(msg: &str) -> String {
     }
 }
 
+/// The live line of a JSON event. The runner hands over at most 200 characters of a line, so a
+/// long event arrives cut: then the first `"type"` and `"name"` values found are shown.
 fn summarise_json(line: &str, pick: fn(&Value) -> Option<String>) -> String {
-    match serde_json::from_str::<Value>(line.trim()) {
+    let t = line.trim();
+    match serde_json::from_str::<Value>(t) {
         Ok(v) => pick(&v).unwrap_or_else(|| line.to_string()),
+        Err(_) if t.starts_with('{') => {
+            let found: Vec<&str> = ["\"type\":\"", "\"subtype\":\"", "\"name\":\""]
+                .iter()
+                .filter_map(|k| {
+                    let rest = &t[t.find(k)? + k.len()..];
+                    Some(&rest[..rest.find('"')?])
+                })
+                .collect();
+            if found.is_empty() {
+                line.to_string()
+            } else {
+                found.join(" ")
+            }
+        }
         Err(_) => line.to_string(),
     }
 }
@@ -622,6 +639,14 @@ mod tests {
         );
         assert_eq!(l, "Write…");
         assert_eq!(Claude.live_line("plain text"), "plain text");
+        assert_eq!(
+            Claude.live_line(r#"{"type":"system","subtype":"init","cwd":"/x","tools":["Ta…"#),
+            "system init"
+        );
+        assert_eq!(
+            Claude.live_line("{\"type\":\"unterminated"),
+            "{\"type\":\"unterminated"
+        );
         assert_eq!(
             Codex.live_line(
                 r#"{"type":"item.completed","item":{"type":"agent_message","text":"hi\nthere"}}"#
