@@ -2,12 +2,17 @@
 # aider.sh — run aider (one non-interactive message) as an automaton agent.
 #
 # Use, in .automaton/.agent.md (the path is relative to the project root, where it runs):
+#   - **Agent**: aider
 #   - **Agent command**: sh examples/agents/aider.sh
+# `- **Agent**: aider` alone runs aider without the --read inputs this script adds. Either way
+# automaton reads the `Model:` and `Tokens: … Cost: …` lines back into the task's
+# logs/journal.jsonl and `automaton status`; success is the exit code plus the artifact.
 #
 # What it runs, in the project root:
-#   aider --yes-always --no-auto-commits --no-gitignore --no-check-update [--model M] \
-#         --read <each input of the task folder> $AIDER_FLAGS \
+#   aider --yes-always --no-auto-commits --no-gitignore --no-check-update --no-pretty \
+#         --no-fancy-input [--model M] --read <each input of the task folder> $AIDER_FLAGS "$@" \
 #         --message-file "$AUTOMATON_PROMPT_FILE" "$AUTOMATON_ARTIFACT" $AIDER_FILES
+#   ("$@": the script's own arguments, e.g. `- **Agent flags**`.)
 # - `--message-file` sends the prompt as one message; aider answers, applies its edits, exits.
 # - `--yes-always` answers aider's questions (create the file? add it to the chat?) with yes.
 # - `--no-auto-commits --no-gitignore`: git belongs to you and automaton; aider would otherwise
@@ -24,7 +29,8 @@
 # - It leaves .aider.chat.history.md, .aider.input.history and .aider.tags.cache.v4/ in the
 #   project unless you move them (AIDER_FLAGS='--chat-history-file /tmp/x.md ...' or a
 #   .aider.conf.yml).
-# Tested flags: aider-chat 0.86.2.
+# - `--no-pretty --no-fancy-input`: plain output lines for the log and the adapter.
+# Tested: aider-chat 0.86.2 in automaton's offline tier (tests/real_agents/run.sh).
 #
 # Requires: `aider` on PATH (python -m pip install aider-chat, or pipx install aider-chat) and
 # the API key of your model's provider: OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, … or a
@@ -68,7 +74,8 @@ fi
 
 task_dir=${AUTOMATON_TASK_DIR:-$(dirname "$AUTOMATON_ARTIFACT")}
 
-set -- --yes-always --no-auto-commits --no-gitignore --no-check-update
+extra=$*
+set -- --yes-always --no-auto-commits --no-gitignore --no-check-update --no-pretty --no-fancy-input
 if [ -n "${AIDER_MODEL:-}" ]; then
     set -- "$@" --model "$AIDER_MODEL"
 fi
@@ -83,5 +90,5 @@ for f in TASK.md PARENT_SPEC.md VRAM_CONFIG.md SPEC.md DECOMPOSITION.md DESIGN.m
 done
 
 # shellcheck disable=SC2086 # AIDER_FLAGS and AIDER_FILES are meant to be split
-exec "$bin" "$@" ${AIDER_FLAGS:-} --message-file "$AUTOMATON_PROMPT_FILE" \
+exec "$bin" "$@" ${AIDER_FLAGS:-} $extra --message-file "$AUTOMATON_PROMPT_FILE" \
     "$AUTOMATON_ARTIFACT" ${AIDER_FILES:-} </dev/null

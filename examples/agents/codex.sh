@@ -2,11 +2,16 @@
 # codex.sh — run OpenAI Codex CLI (`codex exec`, non-interactive) as an automaton agent.
 #
 # Use, in .automaton/.agent.md (the path is relative to the project root, where it runs):
+#   - **Agent**: codex
 #   - **Agent command**: sh examples/agents/codex.sh
+# `- **Agent**: codex` alone runs the same command line without this script. Either way
+# automaton reads the --json events back: turn.failed stops the phase even when codex exits 0,
+# and the thread id and token usage go to the task's logs/journal.jsonl and `automaton status`.
 #
 # What it runs, in the project root:
-#   codex exec --sandbox workspace-write --skip-git-repo-check [-m M] $CODEX_FLAGS - \
+#   codex exec --json --sandbox workspace-write --skip-git-repo-check [-m M] $CODEX_FLAGS "$@" - \
 #       < "$AUTOMATON_PROMPT_FILE"
+#   ("$@": the script's own arguments, e.g. `- **Agent flags**`.)
 # - `-` reads the prompt from stdin, which is the prompt file and so ends with EOF. (Codex reads
 #   stdin whenever it is not a terminal, even with the prompt as an argument, and hangs on a pipe
 #   that never closes — never start it with an open stdin.)
@@ -16,10 +21,10 @@
 #   CODEX_SANDBOX=danger-full-access or CODEX_FLAGS=--dangerously-bypass-approvals-and-sandbox,
 #   only inside a throw-away container.
 # - `--skip-git-repo-check` lets it run in a project that is not a git repository.
-# - The final agent message goes to stdout (progress to stderr), so automaton sees the
-#   `CONTRACT_MET` line. Add CODEX_FLAGS=--json for JSONL events instead (then CONTRACT_MET is
-#   inside JSON and only the exit code and the artifact count).
-# Tested flags: Codex CLI 0.171.0.
+# - `--json` prints one JSON event a line (thread.started, item.*, turn.completed with usage, or
+#   turn.failed), which automaton's codex adapter reads. With `- **Agent**: command` set
+#   CODEX_JSON=no: the final message is then plain text and automaton sees `CONTRACT_MET`.
+# Tested: Codex CLI 0.171.0 in automaton's offline tier (tests/real_agents/run.sh).
 #
 # Requires: `codex` on PATH (npm install -g @openai/codex), and either OPENAI_API_KEY (or the key
 # your ~/.codex/config.toml provider names) or a logged-in account (`codex login`). CODEX_HOME
@@ -29,6 +34,7 @@
 #   CODEX_BIN      the executable (default: codex)
 #   CODEX_MODEL    -m value (default: unset, the model in ~/.codex/config.toml)
 #   CODEX_SANDBOX  read-only | workspace-write | danger-full-access (default workspace-write)
+#   CODEX_JSON     yes (default; needs the codex adapter) or no
 #   CODEX_FLAGS    extra flags, split on spaces, e.g. '--ephemeral -c model_reasoning_effort=high'
 #
 # automaton's environment: AUTOMATON_PROMPT_FILE (required here), AUTOMATON_PHASE,
@@ -56,10 +62,14 @@ if [ ! -t 0 ]; then
     cat >/dev/null || true
 fi
 
+extra=$*
 set -- exec --sandbox "${CODEX_SANDBOX:-workspace-write}" --skip-git-repo-check
+if [ "${CODEX_JSON:-yes}" != no ]; then
+    set -- "$@" --json
+fi
 if [ -n "${CODEX_MODEL:-}" ]; then
     set -- "$@" -m "$CODEX_MODEL"
 fi
 
-# shellcheck disable=SC2086 # CODEX_FLAGS is meant to be split into several flags
-exec "$bin" "$@" ${CODEX_FLAGS:-} - <"$AUTOMATON_PROMPT_FILE"
+# shellcheck disable=SC2086 # CODEX_FLAGS and the arguments are meant to be split into flags
+exec "$bin" "$@" ${CODEX_FLAGS:-} $extra - <"$AUTOMATON_PROMPT_FILE"

@@ -192,7 +192,7 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
         .map(|v| (env.var)(v).unwrap_or_default())
         .collect();
     format!(
-        "v{}|auto={}|target={}|headroom={}|max_peak={}|model={}|window={}|agent_model={}|script={}|vars={}|home={}",
+        "v{}|auto={}|target={}|headroom={}|max_peak={}|model={}|window={}|agent_model={}|reported={}|script={}|vars={}|home={}",
         cache::FORMAT_VERSION,
         raw("vram.auto_detect"),
         raw("vram.target_context"),
@@ -201,6 +201,9 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
         raw("model.name"),
         raw("model.context_window"),
         raw("agent.model"),
+        crate::run::journal::read_agent_model(&settings.project)
+            .map(|m| format!("{}@{:?}", m.model, m.context_window))
+            .unwrap_or_default(),
         script,
         vars.join(","),
         env.user_home

@@ -216,7 +216,9 @@ pub const MODEL_VARS: &[&str] = &[
 ];
 
 /// Detect the model and its window: config.md `Model` / `Override context window`, then
-/// `.agent.md` `Model`, then the environment, then the agents' config files.
+/// `.agent.md` `Model`, then the model the agent itself last reported (claude, codex and aider
+/// adapters; `.automaton/.agent_model.json`, with the window Claude Code reports), then the
+/// environment, then the agents' config files.
 pub fn detect_model(settings: &Settings, env: &ModelEnv<'_>) -> ModelInfo {
     let mut warnings = Vec::new();
     let mut found: Option<(String, String)> = None;
@@ -232,6 +234,14 @@ pub fn detect_model(settings: &Settings, env: &ModelEnv<'_>) -> ModelInfo {
             name.to_string(),
             settings.get("agent.model").origin.to_string(),
         ));
+    } else if let Some(m) = crate::run::journal::read_agent_model(&settings.project) {
+        // The model a claude/codex/aider agent reported in its last phase run (the journal's
+        // `model`, kept in .automaton/.agent_model.json), with the window it reported.
+        let src = format!("reported by {} ({})", m.agent, m.journal);
+        if let Some(w) = m.context_window {
+            file_window = Some((w, src.clone()));
+        }
+        found = Some((m.model, src));
     } else if let Some((var, v)) = MODEL_VARS.iter().find_map(|v| {
         (env.var)(v)
             .filter(|s| !s.trim().is_empty())

@@ -1,10 +1,12 @@
-//! Text and JSON renderings of what the core decided. Nothing here reads a task folder or
-//! decides a state: it only shapes a [`TaskTree`] for people and scripts.
+//! Text and JSON renderings of what the core decided. Nothing here decides a state: it only
+//! shapes a [`TaskTree`] for people and scripts. The one thing read from a task folder here is
+//! the usage totals of its run journal (`logs/journal.jsonl`).
 
 pub mod graph;
 
 use crate::Ctx;
 use crate::cli::StatusArgs;
+use crate::run::journal::{self, Usage};
 use crate::settings::Settings;
 use crate::state::{Artifact, Counts, PhaseConfig, State};
 use crate::task::TaskTree;
@@ -56,6 +58,9 @@ pub struct TaskView {
     pub subtasks: Option<SubtaskSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fix_tasks: Vec<FixTask>,
+    /// Totals of the task's run journal (absent before its first phase run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// The `status --json` document.
@@ -225,7 +230,50 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         blocked_by,
         subtasks,
         fix_tasks: planned_fix_tasks(tree, i),
+        usage: journal::usage(&node.dir),
     }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `- **Usage**: 1,234 tokens, $0.12, 8 phases (1,200 in / 34 out, 9.5s, claude-x)`, only when
+/// an agent reported tokens or a cost.
+fn usage_line(u: &Usage) -> Option<String> {
+    if !u.reported() {
+        return None;
+    }
+    let mut head = Vec::new();
+    let mut detail = Vec::new();
+    if let Some(t) = u.tokens {
+        head.push(format!("{} tokens", thousands(t)));
+        detail.push(format!(
+            "{} in / {} out",
+            thousands(u.input_tokens.unwrap_or(0)),
+            thousands(u.output_tokens.unwrap_or(0))
+        ));
+    }
+    if let Some(c) = u.cost_usd {
+        head.push(format!("${c:.2}"));
+    }
+    head.push(format!(
+        "{} phase{}",
+        u.phases,
+        if u.phases == 1 { "" } else { "s" }
+    ));
+    detail.push(format!("{:.1}s", u.seconds));
+    detail.extend(u.models.iter().cloned());
+    Some(format!("{} ({})", head.join(", "), detail.join(", ")))
 }
 
 fn next_step_title(v: &TaskView) -> String {
@@ -301,6 +349,9 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
                 s.orphans.join(", ")
             );
         }
+    }
+    if let Some(line) = v.usage.as_ref().and_then(usage_line) {
+        let _ = writeln!(out, "- **Usage**: {line}");
     }
     if let Some(r) = &v.reason {
         let _ = writeln!(out, "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {r}");

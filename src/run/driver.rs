@@ -158,12 +158,17 @@ fn one_phase(
     let end = o
         .end
         .describe_with(Some(run.limits.phase), Some(run.limits.stall));
+    let rep = &pr.report;
     run.progress.event(
         "phase_finished",
         json!({
             "task": rel, "phase": phase.word(), "attempt": pr.attempt,
             "seconds": o.duration.as_secs_f64(), "end": end,
             "contract_met": o.contract_met, "log": pr.log,
+            "agent": run.adapter.name(), "ok": rep.ok, "error": rep.error,
+            "session_id": rep.session_id, "model": rep.model,
+            "input_tokens": rep.input_tokens, "output_tokens": rep.output_tokens,
+            "cost_usd": rep.cost_usd,
         }),
         || match &o.end {
             super::agent::AgentEnd::Exited(s) if s.success() || o.contract_met => String::new(),
@@ -178,12 +183,28 @@ fn one_phase(
         let reason = format!("{end} during {}; see {log_rel}", phase.word());
         return stop_task(run, rel, dir, kind, reason).map(Some);
     }
+    // The agent's own failure signal (an error result, turn.failed) stops the phase even when
+    // it exited 0.
+    if rep.ok == Some(false) {
+        let why = rep
+            .error
+            .as_deref()
+            .unwrap_or("the agent reported a failure");
+        let reason = format!("{why} ({end}) during {}; see {log_rel}", phase.word());
+        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Some);
+    }
     if let super::agent::AgentEnd::Exited(status) = &o.end
         && !status.success()
         && !o.contract_met
     {
         let reason = format!("{end} during {}; see {log_rel}", phase.word());
         return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Some);
+    }
+    if rep.ok.is_none()
+        && let Some(why) = &rep.error
+    {
+        run.progress
+            .line(&format!("warning: {rel}: {}: {why}", phase.word()));
     }
     let artifact = phase.artifact();
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
@@ -239,10 +260,11 @@ fn one_phase(
         json!({"task": rel, "phase": phase.word(), "artifact": artifact.file_name()}),
         || {
             format!(
-                "✔ {rel}: {} → {} ({:.1}s)",
+                "✔ {rel}: {} → {} ({:.1}s{})",
                 phase.word(),
                 artifact.file_name(),
-                o.duration.as_secs_f64()
+                o.duration.as_secs_f64(),
+                usage_note(rep)
             )
         },
     );
@@ -264,6 +286,18 @@ fn one_phase(
     }
     write_state(dir, node.state())?;
     Ok(None)
+}
+
+/// ", 1,234 tokens, $0.0123" for a phase whose agent reported usage; empty otherwise.
+fn usage_note(rep: &super::adapter::PhaseReport) -> String {
+    let mut s = String::new();
+    if let Some(t) = rep.tokens() {
+        s.push_str(&format!(", {} tokens", crate::report::thousands(t)));
+    }
+    if let Some(c) = rep.cost_usd {
+        s.push_str(&format!(", ${c:.4}"));
+    }
+    s
 }
 
 /// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,

@@ -1,8 +1,10 @@
 //! Acting on decisions: `orchestrate` picks a task, drives it phase by phase through an agent
 //! command (sub-tasks in parallel waves), and stops at completion or where a human must decide.
 
+pub mod adapter;
 pub mod agent;
 mod driver;
+pub mod journal;
 pub mod lock;
 pub mod phase;
 pub mod progress;
@@ -38,6 +40,8 @@ pub struct Run<'a> {
     pub settings: &'a Settings,
     pub config: PhaseConfig,
     pub agent_command: &'a str,
+    /// How the agent's output is read back (failure signal, usage).
+    pub adapter: &'a dyn adapter::Adapter,
     pub verify_command: Option<&'a str>,
     pub limits: Limits,
     pub deadline: Instant,
@@ -171,10 +175,17 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     if args.manual || !settings.bool("agent.autopilot") {
         return manual(ctx, &settings, &config, &prefix);
     }
-    let Some(agent_command) = settings.text("agent.command").map(str::to_string) else {
+    let adapter = adapter::adapter_for(settings.text("agent.kind").unwrap_or("command"));
+    let Some(agent_command) = adapter::command_line(
+        adapter,
+        settings.text("agent.command"),
+        settings.text("agent.model"),
+        settings.text("agent.flags"),
+    ) else {
         anyhow::bail!(
-            "no agent command: set `- **Agent command**: ...` in .automaton/.agent.md, the \
-             AUTOMATON_AGENT variable, or --agent (recipes in examples/agents/)"
+            "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
+             or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent \
+             (recipes in examples/agents/)"
         );
     };
     let _lock = lock::acquire(&ctx.project).map_err(|e| match e {
@@ -200,6 +211,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         settings: &settings,
         config,
         agent_command: &agent_command,
+        adapter,
         verify_command: settings.text("agent.verify"),
         limits,
         deadline: Instant::now() + limits.total,
@@ -213,8 +225,11 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     };
     progress.event(
         "run_started",
-        json!({"task": rel, "agent": agent_command}),
-        || format!("automaton: driving {rel} with `{agent_command}`"),
+        json!({"task": rel, "agent": agent_command, "adapter": adapter.name()}),
+        || match adapter.name() {
+            "command" => format!("automaton: driving {rel} with `{agent_command}`"),
+            kind => format!("automaton: driving {rel} with {kind}: `{agent_command}`"),
+        },
     );
     let outcome = driver::drive(&run, &rel, true)?;
     let tree = TaskTree::load_task(&ctx.project, &rel, &config);

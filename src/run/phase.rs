@@ -1,14 +1,15 @@
 //! One phase: render the prompt, run the agent, and say what came of it. The caller validates
 //! the artifact against a fresh snapshot.
 
+use super::adapter::{PhaseReport, parse_log};
 use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent};
+use super::journal;
 use super::{Run, StopKind};
 use crate::settings::Settings;
 use crate::state::{Artifact, Phase};
 use crate::task::TASK_FILE;
 use serde_json::json;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -79,6 +80,8 @@ pub fn next_attempt(logs: &Path, stem: &str) -> u32 {
 /// What running a phase's agent came to.
 pub struct PhaseRun {
     pub outcome: AgentOutcome,
+    /// What the agent's own output said (failure signal, usage); empty for the command adapter.
+    pub report: PhaseReport,
     pub log: PathBuf,
     pub attempt: u32,
 }
@@ -121,9 +124,10 @@ pub fn run_phase(
     let started = Instant::now();
     let live = |line: &str| {
         run.progress.live(&format!(
-            "{task_rel} · {} · {}s · {line}",
+            "{task_rel} · {} · {}s · {}",
             phase.word(),
-            started.elapsed().as_secs()
+            started.elapsed().as_secs(),
+            run.adapter.live_line(line)
         ))
     };
     let spec = AgentSpec {
@@ -141,9 +145,25 @@ pub fn run_phase(
         on_line: Some(&live),
     };
     let outcome = run_agent(&spec)?;
-    journal(task_dir, phase.word(), attempt, &outcome);
+    let report = parse_log(run.adapter, &log);
+    journal::append(
+        task_dir,
+        &journal::line(phase.word(), attempt, &outcome, run.adapter.name(), &report),
+    );
+    if let Some(model) = &report.model {
+        journal::record_model(
+            &run.settings.project,
+            &journal::AgentModel {
+                model: model.clone(),
+                context_window: report.context_window,
+                agent: run.adapter.name().to_string(),
+                journal: format!("{task_rel}/logs/journal.jsonl"),
+            },
+        );
+    }
     Ok(PhaseRun {
         outcome,
+        report,
         log,
         attempt,
     })
@@ -217,32 +237,4 @@ pub fn run_verify(
         },
     );
     Ok(failed)
-}
-
-/// Append one line to the task's run journal (`logs/journal.jsonl`, versioned JSON lines).
-fn journal(task_dir: &Path, phase: &str, attempt: u32, outcome: &AgentOutcome) {
-    let (end, code) = match &outcome.end {
-        AgentEnd::Exited(s) => ("exited", s.code),
-        AgentEnd::PhaseTimeout => ("phase_timeout", None),
-        AgentEnd::TotalTimeout => ("total_timeout", None),
-        AgentEnd::Stalled => ("stalled", None),
-        AgentEnd::Cancelled => ("cancelled", None),
-    };
-    let line = json!({
-        "v": 1,
-        "phase": phase,
-        "attempt": attempt,
-        "finished_at": super::progress::unix_seconds(),
-        "seconds": outcome.duration.as_secs_f64(),
-        "end": end,
-        "exit_code": code,
-        "contract_met": outcome.contract_met,
-    });
-    if let Ok(mut f) = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(task_dir.join("logs/journal.jsonl"))
-    {
-        let _ = writeln!(f, "{line}");
-    }
 }

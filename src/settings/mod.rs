@@ -134,9 +134,9 @@ pub static KEYS: &[KeySpec] = &[
         "Agent",
         "Agent",
         "command",
-        Kind::Choice(&["command", "claude", "codex", "aider"]),
+        Kind::Choice(&crate::run::adapter::KINDS),
         None,
-        "which adapter runs the agent command"
+        "adapter: command (exit code only) or claude, codex, aider (default command line, failure signal, usage)"
     ),
     key!(
         "agent.command",
@@ -146,7 +146,17 @@ pub static KEYS: &[KeySpec] = &[
         "",
         Kind::Text,
         Some("AUTOMATON_AGENT"),
-        "shell command that runs one phase; the prompt arrives on stdin"
+        "shell command that runs one phase (prompt on stdin); replaces the claude/codex/aider default"
+    ),
+    key!(
+        "agent.flags",
+        AgentMd,
+        "Agent",
+        "Agent flags",
+        "",
+        Kind::Text,
+        Some("AUTOMATON_AGENT_FLAGS"),
+        "extra flags appended to the agent's command line"
     ),
     key!(
         "agent.model",
@@ -156,7 +166,7 @@ pub static KEYS: &[KeySpec] = &[
         "",
         Kind::Text,
         None,
-        "model the agent uses (for the context-window lookup)"
+        "model the agent uses: --model on the claude/codex/aider default, and the context-window lookup"
     ),
     key!(
         "agent.verify",

@@ -1,0 +1,657 @@
+//! Agent adapters: how a phase's command line is built for each kind of agent, and what the
+//! agent's own output says about the run afterwards (its failure signal, usage and cost).
+//!
+//! | kind | default command line (the prompt arrives on stdin) | what is read back |
+//! |---|---|---|
+//! | `command` | `- **Agent command**` as written | nothing: exit code and artifact only |
+//! | `claude` | `claude -p --permission-mode acceptEdits --output-format stream-json --verbose` | the last `result` event: subtype, `is_error`, `session_id`, usage, `total_cost_usd`, `modelUsage` (model, context window) |
+//! | `codex` | `codex exec --json --sandbox workspace-write --skip-git-repo-check -` | `thread.started` (session), `turn.completed` (usage) / `turn.failed` and `error` (failure) |
+//! | `aider` | `aider --yes-always --no-auto-commits --no-gitignore --no-check-update --no-pretty --no-fancy-input --message-file "$AUTOMATON_PROMPT_FILE" "$AUTOMATON_ARTIFACT"` | the `Model:` and `Tokens:`/`Cost:` lines it prints; success is the exit code |
+//!
+//! For `claude`, `codex` and `aider`, `- **Agent command**` replaces the whole default command
+//! line (another binary, a wrapper script such as `sh examples/agents/claude.sh`), and the
+//! output must keep the format the adapter reads (`stream-json`, `--json`). Without it, the
+//! default is used and `- **Model**` adds `--model <model>`. `- **Agent flags**` is appended in
+//! every case. The command runs with `sh -c` in the project root.
+//!
+//! Parsers never panic: a stream that is truncated, malformed or missing its final event gives
+//! `ok: None` and an `error` saying what was missing; the phase is then judged by its exit code
+//! and artifact as with the `command` adapter.
+
+use serde_json::Value;
+use std::path::Path;
+
+/// What an agent's own output says about one phase run. Every field is optional: the `command`
+/// adapter knows none of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PhaseReport {
+    /// The agent's own verdict on its run: `Some(false)` for an error result or `turn.failed`
+    /// (the phase stops even when the exit code is 0), `Some(true)` for a success result,
+    /// `None` when the adapter has no such signal or could not read it.
+    pub ok: Option<bool>,
+    /// The agent's error (with `ok: Some(false)`), or why its output could not be read (with
+    /// `ok: None`).
+    pub error: Option<String>,
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    /// Input tokens, cache reads and writes included.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    /// The model's context window, as the agent reported it.
+    pub context_window: Option<u64>,
+}
+
+impl PhaseReport {
+    /// Input plus output tokens, when either is known.
+    pub fn tokens(&self) -> Option<u64> {
+        match (self.input_tokens, self.output_tokens) {
+            (None, None) => None,
+            (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
+        }
+    }
+}
+
+/// One way of running an agent.
+pub trait Adapter: Send + Sync {
+    /// The `- **Agent**` word: `command`, `claude`, `codex`, `aider`.
+    fn name(&self) -> &'static str;
+
+    /// The default command line, when `- **Agent command**` is not set (`None`: there is none).
+    fn default_command(&self) -> Option<&'static str>;
+
+    /// The flag that names the model on the default command line.
+    fn model_flag(&self) -> Option<&'static str> {
+        Some("--model")
+    }
+
+    /// Read what the agent printed during one phase (its stdout and stderr, interleaved).
+    fn parse(&self, output: &str) -> PhaseReport;
+
+    /// A short form of one output line for the live progress line (JSON streams are summarised).
+    fn live_line(&self, line: &str) -> String {
+        line.to_string()
+    }
+}
+
+/// The agent kinds, as `- **Agent**` spells them.
+pub const KINDS: [&str; 4] = ["command", "claude", "codex", "aider"];
+
+/// The adapter of a kind (`command` for anything unknown; settings only let known kinds in).
+pub fn adapter_for(kind: &str) -> &'static dyn Adapter {
+    match kind {
+        "claude" => &Claude,
+        "codex" => &Codex,
+        "aider" => &Aider,
+        _ => &CommandAdapter,
+    }
+}
+
+/// Build the shell command line of a run. `command`: `- **Agent command**` (replaces the
+/// default); `model`: `- **Model**` (only added to the default); `flags`: `- **Agent flags**`
+/// (always appended). `None` when there is nothing to run.
+pub fn command_line(
+    adapter: &dyn Adapter,
+    command: Option<&str>,
+    model: Option<&str>,
+    flags: Option<&str>,
+) -> Option<String> {
+    let mut line = match command.map(str::trim).filter(|c| !c.is_empty()) {
+        Some(c) => c.to_string(),
+        None => {
+            let mut d = adapter.default_command()?.to_string();
+            if let (Some(m), Some(flag)) = (
+                model.map(str::trim).filter(|m| !m.is_empty()),
+                adapter.model_flag(),
+            ) {
+                d.push_str(&format!(" {flag} {}", shell_quote(m)));
+            }
+            d
+        }
+    };
+    if let Some(f) = flags.map(str::trim).filter(|f| !f.is_empty()) {
+        line.push(' ');
+        line.push_str(f);
+    }
+    Some(line)
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@=,".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Most of a phase log read back for parsing; a longer log keeps its end (where the final
+/// events are).
+pub const MAX_PARSE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Read the end of a phase log (at most [`MAX_PARSE_BYTES`]) and parse it. A log that cannot
+/// be read gives a report that says so.
+pub fn parse_log(adapter: &dyn Adapter, log: &Path) -> PhaseReport {
+    use std::io::{Read, Seek, SeekFrom};
+    let read = || -> std::io::Result<String> {
+        let mut f = std::fs::File::open(log)?;
+        let len = f.metadata()?.len();
+        let mut skipped = false;
+        if len > MAX_PARSE_BYTES {
+            f.seek(SeekFrom::Start(len - MAX_PARSE_BYTES))?;
+            skipped = true;
+        }
+        let mut bytes = Vec::new();
+        f.take(MAX_PARSE_BYTES).read_to_end(&mut bytes)?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        // Drop the partial first line of a log read from its middle.
+        Ok(if skipped {
+            text.split_once('\n')
+                .map_or(String::new(), |(_, r)| r.to_string())
+        } else {
+            text
+        })
+    };
+    match read() {
+        Ok(text) => adapter.parse(&text),
+        Err(e) if adapter.name() != "command" => PhaseReport {
+            error: Some(format!("cannot read {}: {e}", log.display())),
+            ..PhaseReport::default()
+        },
+        Err(_) => PhaseReport::default(),
+    }
+}
+
+/// The JSON objects of a JSON-lines stream, skipping lines that are not JSON objects (an agent's
+/// stderr shares the log). Returns the objects and the number of lines that looked like JSON
+/// (`{` first) but did not parse.
+fn json_lines(output: &str) -> (Vec<Value>, usize) {
+    let mut objects = Vec::new();
+    let mut bad = 0;
+    for line in output.lines() {
+        let t = line.trim();
+        if !t.starts_with('{') {
+            continue;
+        }
+        match serde_json::from_str::<Value>(t) {
+            Ok(v) if v.is_object() => objects.push(v),
+            _ => bad += 1,
+        }
+    }
+    (objects, bad)
+}
+
+fn str_field(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn u64_field(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
+/// Keep an error message to one short line.
+fn short(msg: &str) -> String {
+    let one: String = msg.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 300 {
+        let mut s: String = one.chars().take(299).collect();
+        s.push('…');
+        s
+    } else {
+        one
+    }
+}
+
+/// The live line of a JSON event. The runner hands over at most 200 characters of a line, so a
+/// long event arrives cut: then the first `"type"` and `"name"` values found are shown.
+fn summarise_json(line: &str, pick: fn(&Value) -> Option<String>) -> String {
+    let t = line.trim();
+    match serde_json::from_str::<Value>(t) {
+        Ok(v) => pick(&v).unwrap_or_else(|| line.to_string()),
+        Err(_) if t.starts_with('{') => {
+            let found: Vec<&str> = ["\"type\":\"", "\"subtype\":\"", "\"name\":\""]
+                .iter()
+                .filter_map(|k| {
+                    let rest = &t[t.find(k)? + k.len()..];
+                    Some(&rest[..rest.find('"')?])
+                })
+                .collect();
+            if found.is_empty() {
+                line.to_string()
+            } else {
+                found.join(" ")
+            }
+        }
+        Err(_) => line.to_string(),
+    }
+}
+
+/// The generic adapter: the command line as configured, judged by exit code and artifact.
+pub struct CommandAdapter;
+
+impl Adapter for CommandAdapter {
+    fn name(&self) -> &'static str {
+        "command"
+    }
+    fn default_command(&self) -> Option<&'static str> {
+        None
+    }
+    fn model_flag(&self) -> Option<&'static str> {
+        None
+    }
+    fn parse(&self, _output: &str) -> PhaseReport {
+        PhaseReport::default()
+    }
+}
+
+/// Claude Code in print mode with a `stream-json` transcript.
+pub struct Claude;
+
+impl Adapter for Claude {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+    fn default_command(&self) -> Option<&'static str> {
+        Some("claude -p --permission-mode acceptEdits --output-format stream-json --verbose")
+    }
+    fn parse(&self, output: &str) -> PhaseReport {
+        parse_claude(output)
+    }
+    fn live_line(&self, line: &str) -> String {
+        summarise_json(line, |v| {
+            let kind = v.get("type")?.as_str()?;
+            Some(match kind {
+                "assistant" => {
+                    let blocks = v.pointer("/message/content")?.as_array()?;
+                    let parts: Vec<String> = blocks
+                        .iter()
+                        .filter_map(|b| match b.get("type")?.as_str()? {
+                            "tool_use" => Some(format!("{}…", b.get("name")?.as_str()?)),
+                            "text" => Some(short(b.get("text")?.as_str()?)),
+                            _ => None,
+                        })
+                        .collect();
+                    parts.join(" ")
+                }
+                "user" => "tool result".to_string(),
+                "result" => format!("result: {}", str_field(v, "subtype")?),
+                other => match str_field(v, "subtype") {
+                    Some(s) => format!("{other}: {s}"),
+                    None => other.to_string(),
+                },
+            })
+        })
+    }
+}
+
+/// Parse Claude Code's `--output-format stream-json --verbose` transcript.
+pub fn parse_claude(output: &str) -> PhaseReport {
+    let (events, bad) = json_lines(output);
+    let mut r = PhaseReport::default();
+    for e in &events {
+        if r.session_id.is_none() {
+            r.session_id = str_field(e, "session_id");
+        }
+        if e.get("type").and_then(Value::as_str) == Some("system")
+            && e.get("subtype").and_then(Value::as_str) == Some("init")
+        {
+            r.model = str_field(e, "model").or(r.model);
+        }
+    }
+    let Some(result) = events
+        .iter()
+        .rev()
+        .find(|e| e.get("type").and_then(Value::as_str) == Some("result"))
+    else {
+        r.error = Some(if events.is_empty() && bad == 0 {
+            "no stream-json events in the output (is the agent command run with \
+             `--output-format stream-json --verbose`?)"
+                .to_string()
+        } else {
+            format!(
+                "the stream-json output ended without a `result` event ({} events read{}): \
+                 truncated?",
+                events.len(),
+                if bad > 0 {
+                    format!(", {bad} malformed lines")
+                } else {
+                    String::new()
+                }
+            )
+        });
+        return r;
+    };
+    r.session_id = str_field(result, "session_id").or(r.session_id);
+    r.cost_usd = result.get("total_cost_usd").and_then(Value::as_f64);
+    if let Some(u) = result.get("usage") {
+        let input = [
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ]
+        .iter()
+        .filter_map(|k| u64_field(u, k))
+        .fold(None, |acc: Option<u64>, n| {
+            Some(acc.unwrap_or(0).saturating_add(n))
+        });
+        r.input_tokens = input;
+        r.output_tokens = u64_field(u, "output_tokens");
+    }
+    if let Some(models) = result.get("modelUsage").and_then(Value::as_object) {
+        // The model that did most of the work (most output tokens) names the run.
+        let main = models.iter().max_by_key(|(_, m)| {
+            u64_field(m, "outputTokens")
+                .unwrap_or(0)
+                .saturating_add(u64_field(m, "inputTokens").unwrap_or(0))
+        });
+        if let Some((name, m)) = main {
+            r.model = Some(name.clone());
+            r.context_window = u64_field(m, "contextWindow").filter(|w| *w > 0);
+        }
+    }
+    let subtype = str_field(result, "subtype").unwrap_or_else(|| "unknown".into());
+    let is_error = result
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(subtype != "success");
+    if is_error || subtype != "success" {
+        r.ok = Some(false);
+        let detail = str_field(result, "result")
+            .or_else(|| {
+                result
+                    .get("errors")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.iter().find_map(Value::as_str).map(str::to_string))
+            })
+            .map(|m| format!(": {}", short(&m)))
+            .unwrap_or_default();
+        let kind = if subtype == "success" {
+            String::new()
+        } else {
+            format!(" ({subtype})")
+        };
+        r.error = Some(format!("claude reported an error result{kind}{detail}"));
+    } else {
+        r.ok = Some(true);
+    }
+    r
+}
+
+/// Codex CLI `codex exec --json`.
+pub struct Codex;
+
+impl Adapter for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+    fn default_command(&self) -> Option<&'static str> {
+        Some("codex exec --json --sandbox workspace-write --skip-git-repo-check -")
+    }
+    fn parse(&self, output: &str) -> PhaseReport {
+        parse_codex(output)
+    }
+    fn live_line(&self, line: &str) -> String {
+        summarise_json(line, |v| {
+            let kind = v.get("type")?.as_str()?;
+            Some(match v.get("item") {
+                Some(item) => match str_field(item, "type")?.as_str() {
+                    "agent_message" => short(item.get("text")?.as_str()?),
+                    "command_execution" => format!("$ {}", short(&str_field(item, "command")?)),
+                    "file_change" => format!("{kind}: file_change"),
+                    t => format!("{kind}: {t}"),
+                },
+                None => kind.to_string(),
+            })
+        })
+    }
+}
+
+/// Parse Codex's `exec --json` event stream.
+pub fn parse_codex(output: &str) -> PhaseReport {
+    let (events, bad) = json_lines(output);
+    let mut r = PhaseReport::default();
+    let mut finished = false;
+    let mut last_error: Option<String> = None;
+    for e in &events {
+        match e.get("type").and_then(Value::as_str) {
+            Some("thread.started") => r.session_id = str_field(e, "thread_id").or(r.session_id),
+            Some("turn.completed") => {
+                finished = true;
+                if let Some(u) = e.get("usage") {
+                    let add = |acc: Option<u64>, n: Option<u64>| match (acc, n) {
+                        (None, None) => None,
+                        (a, n) => Some(a.unwrap_or(0).saturating_add(n.unwrap_or(0))),
+                    };
+                    // input_tokens already counts the cached ones (cached_input_tokens is a part).
+                    r.input_tokens = add(r.input_tokens, u64_field(u, "input_tokens"));
+                    r.output_tokens = add(r.output_tokens, u64_field(u, "output_tokens"));
+                }
+                if r.ok.is_none() {
+                    r.ok = Some(true);
+                }
+            }
+            Some("turn.failed") => {
+                finished = true;
+                r.ok = Some(false);
+                let msg = e
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or_else(|| last_error.clone())
+                    .unwrap_or_else(|| "no message".to_string());
+                r.error = Some(format!(
+                    "codex reported turn.failed: {}",
+                    short(&unwrap_api_error(&msg))
+                ));
+            }
+            Some("error") => {
+                last_error = str_field(e, "message")
+                    .or_else(|| e.pointer("/error/message")?.as_str().map(str::to_string));
+            }
+            Some("item.completed") | Some("item.started") => {
+                if let Some(item) = e.get("item")
+                    && item.get("type").and_then(Value::as_str) == Some("error")
+                    && let Some(m) = str_field(item, "message")
+                {
+                    // Warnings (e.g. unknown model metadata) arrive as error items; keep the
+                    // last one for a turn.failed without its own message.
+                    last_error = Some(m);
+                }
+            }
+            _ => {}
+        }
+    }
+    if !finished {
+        r.ok = None;
+        r.error = Some(match (&last_error, events.is_empty() && bad == 0) {
+            (Some(m), _) => format!(
+                "codex output ended without turn.completed or turn.failed; last error: {}",
+                short(m)
+            ),
+            (None, true) => "no JSON events in the output (is the agent command run with \
+                             `codex exec --json`?)"
+                .to_string(),
+            (None, false) => format!(
+                "codex output ended without turn.completed or turn.failed ({} events read{}): \
+                 truncated?",
+                events.len(),
+                if bad > 0 {
+                    format!(", {bad} malformed lines")
+                } else {
+                    String::new()
+                }
+            ),
+        });
+    }
+    r
+}
+
+/// Codex passes a provider's error body through as its message: keep the message inside
+/// `{"error": {"message": ...}}` when it is one.
+fn unwrap_api_error(msg: &str) -> String {
+    serde_json::from_str::<Value>(msg.trim())
+        .ok()
+        .and_then(|v| {
+            v.pointer("/error/message")
+                .or_else(|| v.get("message"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| msg.to_string())
+}
+
+/// aider with one message from the prompt file.
+pub struct Aider;
+
+impl Adapter for Aider {
+    fn name(&self) -> &'static str {
+        "aider"
+    }
+    fn default_command(&self) -> Option<&'static str> {
+        Some(
+            "aider --yes-always --no-auto-commits --no-gitignore --no-check-update --no-pretty \
+             --no-fancy-input --message-file \"$AUTOMATON_PROMPT_FILE\" \"$AUTOMATON_ARTIFACT\"",
+        )
+    }
+    fn parse(&self, output: &str) -> PhaseReport {
+        parse_aider(output)
+    }
+}
+
+/// Parse aider's plain output: `Model: <name> with <format> edit format`, and each
+/// `Tokens: 2.5k sent, 120 received. Cost: $0.01 message, $0.02 session.` line (summed).
+/// aider has no failure signal of its own besides its exit code, so `ok` stays `None`.
+pub fn parse_aider(output: &str) -> PhaseReport {
+    let mut r = PhaseReport::default();
+    for line in output.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("Model: ")
+            && r.model.is_none()
+        {
+            let name = rest.split_whitespace().next().unwrap_or("");
+            if !name.is_empty() {
+                r.model = Some(name.to_string());
+            }
+        } else if let Some(rest) = t.strip_prefix("Tokens: ") {
+            let mut parts = rest.split(". Cost: ");
+            let tokens = parts.next().unwrap_or("");
+            for piece in tokens.split(',') {
+                let piece = piece.trim().trim_end_matches('.');
+                if let Some(n) = piece.strip_suffix(" sent").and_then(aider_count) {
+                    r.input_tokens = Some(r.input_tokens.unwrap_or(0).saturating_add(n));
+                } else if let Some(n) = piece.strip_suffix(" received").and_then(aider_count) {
+                    r.output_tokens = Some(r.output_tokens.unwrap_or(0).saturating_add(n));
+                }
+            }
+            if let Some(cost) = parts.next() {
+                let msg = cost
+                    .split(',')
+                    .find(|p| p.trim().ends_with("message"))
+                    .and_then(|p| p.trim().strip_prefix('$'))
+                    .and_then(|p| p.split_whitespace().next())
+                    .and_then(|n| n.parse::<f64>().ok())
+                    .filter(|c| c.is_finite() && *c >= 0.0);
+                if let Some(c) = msg {
+                    r.cost_usd = Some(r.cost_usd.unwrap_or(0.0) + c);
+                }
+            }
+        }
+    }
+    r
+}
+
+/// aider's token counts: `950`, `2.5k`, `1.2M`, `12k`.
+fn aider_count(s: &str) -> Option<u64> {
+    let s = s.trim().replace(',', "");
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1e3),
+        'm' | 'M' => (&s[..s.len() - 1], 1e6),
+        _ => (s.as_str(), 1.0),
+    };
+    let v: f64 = num.parse().ok()?;
+    (0.0..1e15).contains(&v).then(|| (v * mult).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines() {
+        assert_eq!(command_line(&CommandAdapter, None, Some("x"), None), None);
+        assert_eq!(
+            command_line(&CommandAdapter, Some("./a.sh"), Some("x"), Some("--v")).as_deref(),
+            Some("./a.sh --v")
+        );
+        assert_eq!(
+            command_line(&Claude, None, Some("sonnet"), Some("--max-turns 5")).as_deref(),
+            Some(
+                "claude -p --permission-mode acceptEdits --output-format stream-json --verbose \
+                 --model sonnet --max-turns 5"
+            )
+        );
+        assert_eq!(
+            command_line(
+                &Codex,
+                Some("/opt/codex exec --json -"),
+                Some("gpt-5.5"),
+                None
+            )
+            .as_deref(),
+            Some("/opt/codex exec --json -")
+        );
+        assert!(
+            command_line(&Aider, None, Some("openai/a b"), None)
+                .unwrap()
+                .ends_with("\"$AUTOMATON_ARTIFACT\" --model 'openai/a b'")
+        );
+    }
+
+    #[test]
+    fn aider_counts() {
+        assert_eq!(aider_count("950"), Some(950));
+        assert_eq!(aider_count("2.5k"), Some(2500));
+        assert_eq!(aider_count("1.2M"), Some(1_200_000));
+        assert_eq!(aider_count("k"), None);
+        assert_eq!(aider_count(""), None);
+        assert_eq!(aider_count("-3"), None);
+    }
+
+    #[test]
+    fn tokens_sum() {
+        let r = PhaseReport {
+            input_tokens: Some(3),
+            ..PhaseReport::default()
+        };
+        assert_eq!(r.tokens(), Some(3));
+        assert_eq!(PhaseReport::default().tokens(), None);
+    }
+
+    #[test]
+    fn live_lines_summarise_json() {
+        let l = Claude.live_line(
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Write"}]}}"#,
+        );
+        assert_eq!(l, "Write…");
+        assert_eq!(Claude.live_line("plain text"), "plain text");
+        assert_eq!(
+            Claude.live_line(r#"{"type":"system","subtype":"init","cwd":"/x","tools":["Ta…"#),
+            "system init"
+        );
+        assert_eq!(
+            Claude.live_line("{\"type\":\"unterminated"),
+            "{\"type\":\"unterminated"
+        );
+        assert_eq!(
+            Codex.live_line(
+                r#"{"type":"item.completed","item":{"type":"agent_message","text":"hi\nthere"}}"#
+            ),
+            "hi there"
+        );
+    }
+}

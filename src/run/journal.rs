@@ -1,0 +1,247 @@
+//! The run journal: one JSON line per phase run in `<task>/logs/journal.jsonl`, append-only.
+//!
+//! Format version 2 (version 1 had only the fields up to `contract_met`; both are read):
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `v` | `2` |
+//! | `phase`, `attempt` | the phase word and the attempt number (`logs/<phase>-<attempt>.log`) |
+//! | `finished_at` | Unix seconds |
+//! | `seconds` | how long the agent ran (the phase's duration) |
+//! | `end`, `exit_code` | `exited` (with the code; null when killed by a signal), `phase_timeout`, `total_timeout`, `stalled`, `cancelled` |
+//! | `contract_met` | a `CONTRACT_MET` line was seen in the plain output |
+//! | `agent` | the adapter: `command`, `claude`, `codex`, `aider` |
+//! | `ok`, `error` | the agent's own verdict on its run (null when it has none) and its error, or why its output could not be read |
+//! | `session_id`, `model` | as the agent reported them (null when unknown) |
+//! | `input_tokens`, `output_tokens`, `tokens` | token usage (input includes cache reads and writes) |
+//! | `cost_usd` | the cost the agent reported |
+//! | `context_window` | the model's context window, as the agent reported it |
+//!
+//! The last model an agent reported is also kept in `.automaton/.agent_model.json`, where
+//! VRAM detection reads it when the settings name no model.
+
+use super::adapter::PhaseReport;
+use super::agent::{AgentEnd, AgentOutcome};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The version written on every new line.
+pub const JOURNAL_VERSION: u32 = 2;
+
+/// Where a task's journal lives.
+pub fn path(task_dir: &Path) -> PathBuf {
+    task_dir.join("logs/journal.jsonl")
+}
+
+/// The journal line of one phase run.
+pub fn line(
+    phase: &str,
+    attempt: u32,
+    outcome: &AgentOutcome,
+    agent: &str,
+    report: &PhaseReport,
+) -> Value {
+    let (end, code) = match &outcome.end {
+        AgentEnd::Exited(s) => ("exited", s.code),
+        AgentEnd::PhaseTimeout => ("phase_timeout", None),
+        AgentEnd::TotalTimeout => ("total_timeout", None),
+        AgentEnd::Stalled => ("stalled", None),
+        AgentEnd::Cancelled => ("cancelled", None),
+    };
+    json!({
+        "v": JOURNAL_VERSION,
+        "phase": phase,
+        "attempt": attempt,
+        "finished_at": super::progress::unix_seconds(),
+        "seconds": outcome.duration.as_secs_f64(),
+        "end": end,
+        "exit_code": code,
+        "contract_met": outcome.contract_met,
+        "agent": agent,
+        "ok": report.ok,
+        "error": report.error,
+        "session_id": report.session_id,
+        "model": report.model,
+        "input_tokens": report.input_tokens,
+        "output_tokens": report.output_tokens,
+        "tokens": report.tokens(),
+        "cost_usd": report.cost_usd,
+        "context_window": report.context_window,
+    })
+}
+
+/// Append one line to the task's journal (best effort: a journal that cannot be written never
+/// stops a run).
+pub fn append(task_dir: &Path, line: &Value) {
+    if let Ok(mut f) = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path(task_dir))
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// A task's usage totals over its journal (`status` shows them).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Usage {
+    /// Phase runs in the journal.
+    pub phases: u64,
+    /// Seconds the agents ran, all phases together.
+    pub seconds: f64,
+    /// Token totals over the phases that reported them (null when none did).
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub tokens: Option<u64>,
+    /// Cost over the phases that reported one (null when none did).
+    pub cost_usd: Option<f64>,
+    /// The models the agents reported, in the order first seen.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
+}
+
+impl Usage {
+    /// Whether any phase reported tokens or a cost.
+    pub fn reported(&self) -> bool {
+        self.tokens.is_some() || self.cost_usd.is_some()
+    }
+}
+
+/// Largest journal read for totals.
+const MAX_JOURNAL_BYTES: usize = 8 * 1024 * 1024;
+
+/// Sum a task's journal. `None` when it has no journal or no line in it; malformed lines are
+/// skipped.
+pub fn usage(task_dir: &Path) -> Option<Usage> {
+    let (bytes, _) = crate::fsx::read_prefix(&path(task_dir), MAX_JOURNAL_BYTES).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut u = Usage::default();
+    let add = |acc: &mut Option<u64>, v: Option<u64>| {
+        if let Some(n) = v {
+            *acc = Some(acc.unwrap_or(0).saturating_add(n));
+        }
+    };
+    for l in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(l) else {
+            continue;
+        };
+        if !v.is_object() {
+            continue;
+        }
+        u.phases += 1;
+        u.seconds += v["seconds"]
+            .as_f64()
+            .filter(|s| s.is_finite())
+            .unwrap_or(0.0);
+        let input = v["input_tokens"].as_u64();
+        let output = v["output_tokens"].as_u64();
+        add(&mut u.input_tokens, input);
+        add(&mut u.output_tokens, output);
+        add(
+            &mut u.tokens,
+            v["tokens"].as_u64().or(match (input, output) {
+                (None, None) => None,
+                (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
+            }),
+        );
+        if let Some(c) = v["cost_usd"].as_f64().filter(|c| c.is_finite()) {
+            u.cost_usd = Some(u.cost_usd.unwrap_or(0.0) + c);
+        }
+        if let Some(m) = v["model"].as_str().filter(|m| !m.is_empty())
+            && !u.models.iter().any(|x| x == m)
+        {
+            u.models.push(m.to_string());
+        }
+    }
+    (u.phases > 0).then_some(u)
+}
+
+/// The model an agent last reported, kept for VRAM detection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentModel {
+    pub model: String,
+    pub context_window: Option<u64>,
+    pub agent: String,
+    /// The journal the report came from, relative to the project.
+    pub journal: String,
+}
+
+/// `<project>/.automaton/.agent_model.json`.
+pub fn agent_model_path(project: &Path) -> PathBuf {
+    project.join(".automaton/.agent_model.json")
+}
+
+/// Remember the model a phase's agent reported (rewritten only when it changed).
+pub fn record_model(project: &Path, m: &AgentModel) {
+    let p = agent_model_path(project);
+    if read_agent_model(project).as_ref() == Some(m) {
+        return;
+    }
+    if let Ok(text) = serde_json::to_string(m)
+        && fs::create_dir_all(project.join(".automaton")).is_ok()
+    {
+        let _ = crate::fsx::write_atomic(&p, format!("{text}\n").as_bytes());
+    }
+}
+
+/// The model an agent last reported in this project, if any.
+pub fn read_agent_model(project: &Path) -> Option<AgentModel> {
+    let (bytes, _) = crate::fsx::read_prefix(&agent_model_path(project), 4096).ok()?;
+    serde_json::from_slice::<AgentModel>(&bytes)
+        .ok()
+        .filter(|m| !m.model.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_sums_v1_and_v2_lines_and_skips_garbage() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("logs")).unwrap();
+        assert_eq!(usage(dir.path()), None);
+        fs::write(
+            path(dir.path()),
+            concat!(
+                r#"{"v":1,"phase":"research","seconds":1.5}"#,
+                "\n",
+                "not json\n{\"v\":2,\"phase\":\"design\",\"seconds\":2.0,",
+                "\n",
+                r#"{"v":2,"phase":"design","seconds":0.5,"input_tokens":100,"output_tokens":20,"tokens":120,"cost_usd":0.25,"model":"m1"}"#,
+                "\n",
+                r#"{"v":2,"phase":"referee","seconds":1,"input_tokens":10,"output_tokens":5,"cost_usd":null,"model":"m1"}"#,
+                "\n",
+            ),
+        )
+        .unwrap();
+        let u = usage(dir.path()).unwrap();
+        assert_eq!(u.phases, 3);
+        assert_eq!(u.seconds, 3.0);
+        assert_eq!(u.input_tokens, Some(110));
+        assert_eq!(u.output_tokens, Some(25));
+        assert_eq!(u.tokens, Some(135));
+        assert_eq!(u.cost_usd, Some(0.25));
+        assert_eq!(u.models, ["m1"]);
+        assert!(u.reported());
+    }
+
+    #[test]
+    fn agent_model_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_agent_model(dir.path()), None);
+        let m = AgentModel {
+            model: "claude-x".into(),
+            context_window: Some(1000),
+            agent: "claude".into(),
+            journal: "tasks/a/logs/journal.jsonl".into(),
+        };
+        record_model(dir.path(), &m);
+        assert_eq!(read_agent_model(dir.path()), Some(m));
+        fs::write(agent_model_path(dir.path()), "{broken").unwrap();
+        assert_eq!(read_agent_model(dir.path()), None);
+    }
+}

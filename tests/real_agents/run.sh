@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# tests/real_agents/run.sh — the offline end-to-end tier: automaton drives the REAL Claude Code,
+# Codex and aider CLIs through a whole task lifecycle against a scripted model on 127.0.0.1.
+#
+#   tests/real_agents/run.sh            # all three CLIs
+#   REAL_AGENTS="codex" tests/real_agents/run.sh
+#
+# 1. Installs the pinned CLIs into the cache folder (npm for Claude Code and Codex, a pip venv
+#    for aider), unless already there at that version. A CLI whose install fails is SKIPPED with
+#    a message saying why (never silently); the tier fails if every CLI is skipped.
+# 2. Builds automaton (cargo build --release) unless AUTOMATON_BIN names a binary.
+# 3. Where `unshare -n` works (root or user namespaces), re-runs itself inside a fresh network
+#    namespace with only loopback up, so any traffic beyond 127.0.0.1 fails the run. Otherwise it
+#    says so and runs without the namespace.
+# 4. For each CLI: starts tests/real_agents/stub_model.py (its own instance, ephemeral port, in
+#    the same namespace), makes a scratch git project with `- **Agent**: <cli>` in
+#    .automaton/.agent.md, runs `automaton orchestrate` through the whole lifecycle and checks
+#    it (tests/real_agents/check.py): every artifact written by the CLI itself, .state complete,
+#    usage in the journal (claude, codex). Extra paths: a FAIL verdict (codex, exit 10), the
+#    agent's own error signal (claude and codex against a model error, exit 12), and the
+#    examples/agents/ recipes as the agent command (claude, codex).
+# Prints each orchestrate transcript, the per-phase journal and the total time.
+#
+# Knobs: AUTOMATON_REAL_AGENTS_CACHE (default target/real-agents-cache), REAL_AGENTS (default
+# "claude codex aider"), AUTOMATON_BIN (skip the build), REAL_AGENTS_NO_UNSHARE=1,
+# KEEP_WORK=1 (keep the scratch folders).
+# Needs: bash, git, python3 (3.9+, with venv), node 18+ and npm, cargo; network for the
+# installs only.
+set -euo pipefail
+
+CLAUDE_VERSION=2.1.332
+CODEX_VERSION=0.171.0
+AIDER_VERSION=0.86.2
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CACHE=${AUTOMATON_REAL_AGENTS_CACHE:-$ROOT/target/real-agents-cache}
+export REAL_AGENTS=${REAL_AGENTS:-claude codex aider}
+
+say() { printf '\n=== %s\n' "$*"; }
+
+# ---------------------------------------------------------------------------------- outside
+if [ "${1:-}" != --inside ]; then
+    TIER_T0=$(date +%s)
+    export TIER_T0
+    mkdir -p "$CACHE"
+    CACHE=$(cd "$CACHE" && pwd)
+    export AUTOMATON_REAL_AGENTS_CACHE=$CACHE
+    skipped=""
+    installed() { [ -x "$1" ] && "$1" --version 2>/dev/null | grep -qF "$2"; }
+    for a in $REAL_AGENTS; do
+        case $a in
+            claude)
+                bin=$CACHE/claude/node_modules/.bin/claude
+                installed "$bin" "$CLAUDE_VERSION" || {
+                    say "installing @anthropic-ai/claude-code@$CLAUDE_VERSION into $CACHE/claude"
+                    npm install --prefix "$CACHE/claude" --no-audit --no-fund \
+                        "@anthropic-ai/claude-code@$CLAUDE_VERSION" >"$CACHE/claude-install.log" 2>&1 || true
+                } ;;
+            codex)
+                bin=$CACHE/codex/node_modules/.bin/codex
+                installed "$bin" "$CODEX_VERSION" || {
+                    say "installing @openai/codex@$CODEX_VERSION into $CACHE/codex"
+                    npm install --prefix "$CACHE/codex" --no-audit --no-fund \
+                        "@openai/codex@$CODEX_VERSION" >"$CACHE/codex-install.log" 2>&1 || true
+                } ;;
+            aider)
+                bin=$CACHE/aider-venv/bin/aider
+                installed "$bin" "$AIDER_VERSION" || {
+                    say "installing aider-chat==$AIDER_VERSION into $CACHE/aider-venv"
+                    { python3 -m venv "$CACHE/aider-venv" &&
+                        "$CACHE/aider-venv/bin/pip" install -q "aider-chat==$AIDER_VERSION"; } \
+                        >"$CACHE/aider-install.log" 2>&1 || true
+                } ;;
+            *) echo "run.sh: unknown agent '$a' in REAL_AGENTS" >&2; exit 2 ;;
+        esac
+        case $a in
+            claude) want=$CLAUDE_VERSION ;;
+            codex) want=$CODEX_VERSION ;;
+            *) want=$AIDER_VERSION ;;
+        esac
+        if installed "$bin" "$want"; then
+            echo "$a: $("$bin" --version 2>/dev/null | head -n 1)"
+        else
+            echo "SKIP $a: the install of the pinned version failed; see $CACHE/$a-install.log:" >&2
+            tail -n 5 "$CACHE/$a-install.log" >&2 2>/dev/null || true
+            skipped="$skipped $a"
+        fi
+    done
+    export REAL_AGENTS_SKIPPED=$skipped
+    if [ -z "${AUTOMATON_BIN:-}" ]; then
+        say "building automaton (release)"
+        (cd "$ROOT" && cargo build --release --locked --quiet)
+        AUTOMATON_BIN=$ROOT/target/release/automaton
+    fi
+    export AUTOMATON_BIN
+    TIER_INSTALL_S=$(($(date +%s) - TIER_T0))
+    export TIER_INSTALL_S
+    if [ -z "${REAL_AGENTS_NO_UNSHARE:-}" ] && unshare -n true 2>/dev/null; then
+        say "entering a network namespace with only loopback (unshare -n)"
+        exec unshare -n bash "$0" --inside
+    fi
+    echo "NOTE: unshare -n is not available here; running without network isolation" >&2
+    exec bash "$0" --inside --no-namespace
+fi
+
+# ----------------------------------------------------------------------------------- inside
+if [ "${2:-}" != --no-namespace ]; then
+    ip link set lo up
+    # Prove the isolation: nothing beyond loopback is reachable.
+    if python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53), timeout=2)' 2>/dev/null; then
+        echo "run.sh: the network namespace reaches the outside; refusing to run" >&2
+        exit 1
+    fi
+    echo "network: loopback only (1.1.1.1 unreachable)"
+fi
+
+WORKROOT=$(mktemp -d "${TMPDIR:-/tmp}/automaton-real-agents.XXXXXX")
+STUB_PIDS=""
+cleanup() {
+    for p in $STUB_PIDS; do kill "$p" 2>/dev/null || true; done
+    if [ -n "${KEEP_WORK:-}" ]; then echo "scratch kept in $WORKROOT"; else rm -rf "$WORKROOT"; fi
+}
+trap cleanup EXIT
+
+FAILED=""
+RAN=0
+
+# new_project NAME: scratch project, home and a running stub; sets W, PROJ, PORT.
+new_project() {
+    W=$WORKROOT/$1
+    PROJ=$W/proj
+    mkdir -p "$W/home" "$PROJ/.automaton"
+    python3 "$HERE/stub_model.py" --port 0 --port-file "$W/port" --log "$W/requests.jsonl" \
+        >/dev/null 2>"$W/stub.err" &
+    STUB_PIDS="$STUB_PIDS $!"
+    for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.05; done
+    PORT=$(cat "$W/port")
+    git -C "$PROJ" init -q
+    git -C "$PROJ" -c user.email=ci@example.invalid -c user.name=ci commit -q --allow-empty -m init
+}
+
+# agent_env CLI: the environment that points the CLI at the stub (no keys of anyone's).
+agent_env() {
+    local common=(HOME="$W/home" AUTOMATON_HOME="$W/automaton-home"
+        PATH="$CACHE/claude/node_modules/.bin:$CACHE/codex/node_modules/.bin:$CACHE/aider-venv/bin:$PATH")
+    case $1 in
+        claude) ENV=("${common[@]}" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=sk-test
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1
+            DISABLE_ERROR_REPORTING=1) ;;
+        codex)
+            mkdir -p "$W/codex-home"
+            cat >"$W/codex-home/config.toml" <<EOF
+model = "gpt-5.5"
+model_provider = "stub"
+check_for_update_on_startup = false
+
+[model_providers.stub]
+name = "stub"
+base_url = "http://127.0.0.1:$PORT/v1"
+wire_api = "responses"
+env_key = "STUB_API_KEY"
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+remote_plugin = false
+EOF
+            ENV=("${common[@]}" CODEX_HOME="$W/codex-home" STUB_API_KEY=sk-test) ;;
+        aider)
+            cat >"$W/model-metadata.json" <<'EOF'
+{"openai/stub": {"max_input_tokens": 128000, "max_output_tokens": 8192, "max_tokens": 8192,
+                 "input_cost_per_token": 0.000001, "output_cost_per_token": 0.000002,
+                 "litellm_provider": "openai", "mode": "chat"}}
+EOF
+            ENV=("${common[@]}" OPENAI_API_BASE="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test
+                LITELLM_LOCAL_MODEL_COST_MAP=True) ;;
+    esac
+}
+
+# agent_md CLI: .automaton/.agent.md choosing the adapter: its default command line, or the
+# examples/agents/ recipe when RECIPE=1.
+agent_md() {
+    {
+        echo "## Agent"
+        echo "- **Agent**: $1"
+        if [ "${RECIPE:-}" = 1 ]; then
+            echo "- **Agent command**: sh $ROOT/examples/agents/$1.sh"
+        fi
+        if [ "$1" = aider ]; then
+            echo "- **Model**: openai/stub"
+            echo "- **Agent flags**: --model-metadata-file $W/model-metadata.json --edit-format whole" \
+                "--analytics-disable --no-show-model-warnings --no-show-release-notes --map-tokens 0" \
+                "--chat-history-file $W/aider.chat.md --input-history-file $W/aider.input"
+        fi
+    } >"$PROJ/.automaton/.agent.md"
+}
+
+# scenario CLI NAME DESCRIPTION EXPECTED_EXIT CHECK_MODE [--usage]
+scenario() {
+    local cli=$1 name=$2 desc=$3 want=$4 mode=$5 extra=${6:-}
+    RAN=$((RAN + 1))
+    new_project "$name"
+    agent_env "$cli"
+    agent_md "$cli"
+    local task
+    task=tasks/$(printf '%s' "$desc" | tr '[:upper:]' '[:lower:]' | tr -cs '[:lower:][:digit:]' '-' | sed 's/^-//; s/-$//')
+    say "$cli${RECIPE:+ (examples/agents/$cli.sh)}: automaton orchestrate \"$desc\" (expect exit $want)"
+    local t0 rc=0
+    t0=$(date +%s%N)
+    env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" orchestrate \
+        --max-phase-time 3m --stall-timeout 2m "$desc" >"$W/transcript.txt" 2>&1 || rc=$?
+    local ms=$((($(date +%s%N) - t0) / 1000000))
+    sed 's/^/    | /' "$W/transcript.txt"
+    echo "    exit $rc after ${ms} ms"
+    local ok=1
+    if [ "$rc" != "$want" ]; then
+        echo "    FAIL: expected exit $want, got $rc"
+        ok=0
+    fi
+    if [ -f "$PROJ/$task/logs/journal.jsonl" ]; then
+        python3 "$HERE/check.py" "$mode" "$PROJ" "$task" "$cli" ${extra:+"$extra"} || ok=0
+    else
+        echo "    FAIL: no journal at $task/logs/journal.jsonl"
+        ok=0
+    fi
+    if [ "$mode" = complete ]; then
+        env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" status 2>&1 |
+            grep -E '^\- \*\*(Status|Usage)\*\*' | sed 's/^/    status: /' || true
+    fi
+    if [ "$ok" = 0 ]; then
+        FAILED="$FAILED $cli:$name"
+        for f in "$PROJ/$task"/logs/*.log; do
+            [ -f "$f" ] && { echo "    --- tail of $f"; tail -n 15 "$f" | sed 's/^/    /'; }
+        done
+        echo "    --- stub requests: $(wc -l <"$W/requests.jsonl" 2>/dev/null || echo 0); stub stderr:"
+        tail -n 10 "$W/stub.err" | sed 's/^/    /'
+    fi
+}
+
+for cli in $REAL_AGENTS; do
+    case " $REAL_AGENTS_SKIPPED " in *" $cli "*) continue ;; esac
+    case $cli in
+        claude)
+            scenario claude claude-lifecycle "add a greeting script" 0 complete --usage
+            scenario claude claude-model-error "model-error on every call" 12 agent_failed
+            RECIPE=1 scenario claude claude-recipe "add a greeting script" 0 complete --usage ;;
+        codex)
+            scenario codex codex-lifecycle "add a greeting script" 0 complete --usage
+            scenario codex codex-verdict-fail "greeting the referee must fail" 10 verdict_fail
+            scenario codex codex-model-error "model-error on every call" 12 agent_failed
+            RECIPE=1 scenario codex codex-recipe "add a greeting script" 0 complete --usage ;;
+        aider)
+            scenario aider aider-lifecycle "add a greeting script" 0 complete ;;
+    esac
+done
+
+total=$(($(date +%s) - TIER_T0))
+say "real-agents tier: $RAN scenarios in ${total}s (installs and build: ${TIER_INSTALL_S}s)"
+[ -n "$REAL_AGENTS_SKIPPED" ] && echo "SKIPPED (install impossible):$REAL_AGENTS_SKIPPED"
+if [ -n "$FAILED" ]; then
+    echo "FAILED:$FAILED"
+    exit 1
+fi
+if [ "$RAN" = 0 ]; then
+    echo "FAILED: no CLI could be installed, nothing ran"
+    exit 1
+fi
+echo "OK"

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""automaton's scripted model for the offline end-to-end tier (tests/real_agents/run.sh).
+
+One HTTP server on 127.0.0.1 (standard library only) that speaks the three wire protocols the
+real agent CLIs use, and plays every automaton phase:
+
+  POST .../v1/messages          Anthropic Messages API (Claude Code), SSE or JSON
+  POST .../responses            OpenAI Responses API (Codex CLI), SSE or JSON
+  POST .../chat/completions     OpenAI Chat Completions API (aider), SSE or JSON
+
+The "model" reads automaton's rendered prompt out of the request: the phase (`# Phase
+`research``), the task (`task `tasks/x``), the project root (`project at `/abs``) and the
+artifact's absolute path (`## Write `SPEC.md` at `/abs/tasks/x/SPEC.md``). It answers with
+whatever makes the real CLI write a plausible artifact through its own machinery:
+
+  * Claude Code: a `Write` tool call with the absolute path, then a closing text turn;
+  * Codex: an `apply_patch` call (custom or function tool; `exec_command`/`shell` as fallback),
+    then a closing message;
+  * aider: a reply in its "whole" edit format, which aider applies itself.
+
+The referee writes `Verdict: PASS`, or `Verdict: FAIL` with a finding when the task path
+contains `fail`. A task path containing `model-error` gets an HTTP 400 invalid_request_error
+instead (the CLIs' own failure signal). Every request is appended to --log as one JSON line.
+
+Usage: stub_model.py [--port 0] [--port-file FILE] [--log FILE]
+"""
+import argparse
+import json
+import os
+import re
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ARGS = None
+LOCK = threading.Lock()
+
+PHASE_RE = re.compile(r"# Phase `([a-z_]+)`")
+TASK_RE = re.compile(r"\btask `([^`\s]+)`")
+PROJECT_RE = re.compile(r"project at `([^`]+)`")
+ARTIFACT_RE = re.compile(r"## Write `([A-Z_]+\.md)` at `([^`]+)`")
+
+TITLES = {
+    "SPEC.md": "Specification",
+    "DESIGN.md": "Design",
+    "TEST_PLAN.md": "Test Plan",
+    "IMPLEMENTATION.md": "Implementation",
+    "BUG_REPORT.md": "Bug Report",
+    "ADVERSARIAL_BUG_REPORT.md": "Adversarial Bug Report",
+    "DOC_REVIEW.md": "Doc Review",
+}
+
+
+def log(entry):
+    if ARGS.log:
+        with LOCK, open(ARGS.log, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+def strings(node):
+    """Every string inside a JSON value, depth first."""
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for v in node.values():
+            yield from strings(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from strings(v)
+
+
+def read_prompt(req):
+    """(phase, task, project, artifact name, artifact absolute path) from automaton's prompt."""
+    text = "\n".join(strings(req.get("messages") or req.get("input") or []))
+    found = {}
+    for key, rx in (("phase", PHASE_RE), ("task", TASK_RE), ("project", PROJECT_RE)):
+        m = rx.search(text)
+        found[key] = m.group(1) if m else None
+    m = ARTIFACT_RE.search(text)
+    found["name"], found["path"] = (m.group(1), m.group(2)) if m else (None, None)
+    return found
+
+
+def artifact_text(p):
+    """A plausible artifact for the phase: the sections automaton's contracts ask for."""
+    task, name = p["task"] or "tasks/unknown", p["name"]
+    if name == "VERDICT.md":
+        if "fail" in task:
+            return ("# Referee Report: %s\n\nVerdict: FAIL\n\n## Findings\n"
+                    "- greeting-missing: criterion 1 is not met, the greeting is never printed\n\n"
+                    "## Remaining Issues\nNone.\n\n## Evidence\n1. not met: ran the check, "
+                    "exit status 1\n" % task)
+        return ("# Referee Report: %s\n\nVerdict: PASS\n\n## Findings\nNone.\n\n"
+                "## Remaining Issues\nNone.\n\n## Tasks for Review / Tie-Breaks\nNone.\n\n"
+                "## Evidence\n1. met: ran the check, exit status 0\n" % task)
+    title = TITLES.get(name, name or "Artifact")
+    body = {
+        "SPEC.md": "## Summary\nThe scripted model's specification of %s.\n\n## Context\n"
+                   "Nothing exists yet.\n\n## Requirements\n- Print a greeting.\n\n"
+                   "## Acceptance Criteria\n1. Running the check prints a greeting and exits 0.\n\n"
+                   "## Out of Scope\nEverything else.\n\n## Assumptions and Open Questions\nNone.\n",
+        "DESIGN.md": "## Approach\nOne small script.\n\n## Components\n- greeting: prints it.\n",
+        "TEST_PLAN.md": "## Tests\n1. Run the check; expect exit status 0 (criterion 1).\n",
+        "IMPLEMENTATION.md": "## Changes\n- None needed for the scripted run.\n\n"
+                             "## Tests Run\n- the check: exit status 0\n",
+        "BUG_REPORT.md": "## Findings\nNone.\n",
+        "ADVERSARIAL_BUG_REPORT.md": "## Findings\nNone.\n",
+        "DOC_REVIEW.md": "## Findings\nNone.\n",
+    }.get(name, "Written by the scripted model.\n")
+    return "# %s: %s\n\n%s" % (title, task, body)
+
+
+def tokens(obj):
+    """A rough token count (4 bytes a token) so usage is non-trivial and deterministic-ish."""
+    return max(1, len(json.dumps(obj) if not isinstance(obj, str) else obj) // 4)
+
+
+def closing_text(p):
+    return "Wrote %s for the %s phase.\nCONTRACT_MET" % (p["name"], p["phase"])
+
+
+# ---------------------------------------------------------------- Anthropic Messages (Claude Code)
+
+def anthropic_plan(req, p):
+    msgs = [m for m in req.get("messages") or [] if m.get("role") in ("user", "assistant")]
+    last = msgs[-1] if msgs else {}
+    answered = last.get("role") == "user" and isinstance(last.get("content"), list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
+    tools = {t.get("name") for t in req.get("tools") or [] if isinstance(t, dict)}
+    if p["path"] and not answered:
+        content = artifact_text(p)
+        if "Write" in tools:
+            inp = {"file_path": p["path"], "content": content}
+            return [{"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": "Write",
+                     "input": inp}], "tool_use"
+        if "Edit" in tools:  # `claude --bare`: Edit with an empty old_string creates the file
+            inp = {"file_path": p["path"], "old_string": "", "new_string": content}
+            return [{"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": "Edit",
+                     "input": inp}], "tool_use"
+    if p["path"]:
+        return [{"type": "text", "text": closing_text(p)}], "end_turn"
+    return [{"type": "text", "text": "ok"}], "end_turn"  # side calls (titles, probes)
+
+
+def anthropic(h, req, p):
+    if p["task"] and "model-error" in p["task"]:
+        return h.send_json(400, {"type": "error", "error": {
+            "type": "invalid_request_error", "message": "scripted failure: model-error task"}})
+    blocks, stop = anthropic_plan(req, p)
+    model = req.get("model") or "stub"
+    usage = {"input_tokens": tokens(req.get("messages")), "output_tokens": tokens(blocks),
+             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    mid = "msg_" + uuid.uuid4().hex[:24]
+    if not req.get("stream"):
+        return h.send_json(200, {"id": mid, "type": "message", "role": "assistant", "model": model,
+                                 "content": blocks, "stop_reason": stop, "stop_sequence": None,
+                                 "usage": usage})
+    send = h.start_sse()
+    send("message_start", {"type": "message_start", "message": {
+        "id": mid, "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": dict(usage, output_tokens=1)}})
+    for i, b in enumerate(blocks):
+        if b["type"] == "text":
+            send("content_block_start", {"type": "content_block_start", "index": i,
+                                         "content_block": {"type": "text", "text": ""}})
+            send("content_block_delta", {"type": "content_block_delta", "index": i,
+                                         "delta": {"type": "text_delta", "text": b["text"]}})
+        else:
+            send("content_block_start", {"type": "content_block_start", "index": i,
+                                         "content_block": dict(b, input={})})
+            js = json.dumps(b["input"])
+            for part in (js[:len(js) // 3], js[len(js) // 3:]):
+                send("content_block_delta", {"type": "content_block_delta", "index": i,
+                                             "delta": {"type": "input_json_delta",
+                                                       "partial_json": part}})
+        send("content_block_stop", {"type": "content_block_stop", "index": i})
+    send("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": stop, "stop_sequence": None},
+                           "usage": {"output_tokens": usage["output_tokens"]}})
+    send("message_stop", {"type": "message_stop"})
+
+
+# ---------------------------------------------------------------- OpenAI Responses (Codex CLI)
+
+def responses_items(req, p):
+    inp = req.get("input") if isinstance(req.get("input"), list) else []
+    answered = any(isinstance(i, dict) and i.get("type", "").endswith("_call_output") for i in inp)
+    new_id = lambda pre: pre + uuid.uuid4().hex[:16]  # noqa: E731
+    if answered or not p["path"]:
+        text = closing_text(p) if p["path"] else "ok"
+        return [{"type": "message", "id": new_id("msg_"), "role": "assistant",
+                 "status": "completed",
+                 "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+    path = p["path"]
+    if p["project"] and path.startswith(p["project"].rstrip("/") + "/"):
+        path = os.path.relpath(path, p["project"])
+    content = artifact_text(p)
+    tools = {}
+    for t in req.get("tools") or []:
+        if isinstance(t, dict):
+            name = t.get("name") or (t.get("function") or {}).get("name")
+            if name:
+                tools[name] = t
+    call_id = new_id("call_")
+    if "apply_patch" in tools:
+        patch = ("*** Begin Patch\n*** Add File: %s\n" % path
+                 + "".join("+" + line + "\n" for line in content.rstrip("\n").split("\n"))
+                 + "*** End Patch\n")
+        if tools["apply_patch"].get("type") == "custom":
+            return [{"type": "custom_tool_call", "id": new_id("ctc_"), "status": "completed",
+                     "call_id": call_id, "name": "apply_patch", "input": patch}]
+        return [{"type": "function_call", "id": new_id("fc_"), "status": "completed",
+                 "call_id": call_id, "name": "apply_patch",
+                 "arguments": json.dumps({"input": patch})}]
+    quoted = "'" + content.replace("'", "'\\''") + "'"
+    script = "printf %%s %s > '%s'" % (quoted, path.replace("'", "'\\''"))
+    for name in ("exec_command", "shell_command", "shell"):
+        if name in tools:
+            props = (tools[name].get("parameters") or {}).get("properties") or {}
+            if props.get("command", {}).get("type") == "array":
+                args = {"command": ["bash", "-lc", script]}
+            elif "cmd" in props:
+                args = {"cmd": script}
+            else:
+                args = {"command": script}
+            return [{"type": "function_call", "id": new_id("fc_"), "status": "completed",
+                     "call_id": call_id, "name": name, "arguments": json.dumps(args)}]
+    return [{"type": "message", "id": new_id("msg_"), "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "no write tool offered",
+                          "annotations": []}]}]
+
+
+def responses(h, req, p):
+    if p["task"] and "model-error" in p["task"]:
+        return h.send_json(400, {"error": {"type": "invalid_request_error", "code": None,
+                                           "message": "scripted failure: model-error task"}})
+    items = responses_items(req, p)
+    inp, out = tokens(req.get("input")), tokens(items)
+    resp = {"id": "resp_" + uuid.uuid4().hex[:16], "object": "response",
+            "created_at": int(time.time()), "status": "completed",
+            "model": req.get("model") or "stub", "output": items,
+            "usage": {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": out, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": inp + out}}
+    if not req.get("stream"):
+        return h.send_json(200, resp)
+    send = h.start_sse()
+    seq = [0]
+
+    def ev(name, data):
+        send(name, dict(data, type=name, sequence_number=seq[0]))
+        seq[0] += 1
+
+    ev("response.created", {"response": dict(resp, status="in_progress", output=[], usage=None)})
+    for i, it in enumerate(items):
+        ev("response.output_item.added", {"output_index": i, "item": dict(it, status="in_progress")})
+        if it["type"] == "message":
+            ev("response.output_text.delta", {"item_id": it["id"], "output_index": i,
+                                              "content_index": 0,
+                                              "delta": it["content"][0]["text"]})
+        ev("response.output_item.done", {"output_index": i, "item": it})
+    ev("response.completed", {"response": resp})
+
+
+# ---------------------------------------------------------------- OpenAI Chat Completions (aider)
+
+def chat(h, req, p):
+    if p["task"] and "model-error" in p["task"]:
+        return h.send_json(400, {"error": {"type": "invalid_request_error", "code": None,
+                                           "message": "scripted failure: model-error task"}})
+    if p["path"]:
+        path = p["path"]
+        if p["project"] and path.startswith(p["project"].rstrip("/") + "/"):
+            path = os.path.relpath(path, p["project"])
+        text = "%s\n```\n%s```\n\n%s\n" % (path, artifact_text(p), closing_text(p))
+    else:
+        text = "ok"
+    inp, out = tokens(req.get("messages")), tokens(text)
+    usage = {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out}
+    cid, model, now = "chatcmpl-" + uuid.uuid4().hex[:16], req.get("model") or "stub", int(time.time())
+    if not req.get("stream"):
+        return h.send_json(200, {"id": cid, "object": "chat.completion", "created": now,
+                                 "model": model, "usage": usage, "choices": [{
+                                     "index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": text}}]})
+    send = h.start_sse(named=False)
+
+    def chunk(delta, finish=None, **extra):
+        send(None, dict({"id": cid, "object": "chat.completion.chunk", "created": now,
+                         "model": model, "choices": [{"index": 0, "delta": delta,
+                                                      "finish_reason": finish}]}, **extra))
+
+    chunk({"role": "assistant", "content": ""})
+    for i in range(0, len(text), 200):
+        chunk({"content": text[i:i + 200]})
+    chunk({}, "stop", usage=usage)
+    h.wfile.write(b"data: [DONE]\n\n")
+    h.wfile.flush()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send_json(self, code, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def start_sse(self, named=True):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+
+        def send(name, data):
+            head = "event: %s\n" % name if named and name else ""
+            self.wfile.write(("%sdata: %s\n\n" % (head, json.dumps(data))).encode())
+            self.wfile.flush()
+        return send
+
+    def do_HEAD(self):
+        log({"t": time.time(), "method": "HEAD", "path": self.path})
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self):
+        log({"t": time.time(), "method": "GET", "path": self.path})
+        if self.path.split("?")[0].rstrip("/").endswith("/models"):
+            return self.send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+        self.send_json(404, {"error": {"type": "not_found_error", "message": "stub: not found"}})
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        try:
+            req = json.loads(raw) if raw else {}
+        except ValueError:
+            req = None
+        path = self.path.split("?")[0].rstrip("/")
+        p = read_prompt(req) if isinstance(req, dict) else {}
+        log({"t": time.time(), "method": "POST", "path": self.path, "prompt": p,
+             "body_bytes": len(raw)})
+        if not isinstance(req, dict):
+            return self.send_json(400, {"error": {"type": "invalid_request_error",
+                                                  "message": "stub: body is not a JSON object"}})
+        if path.endswith("/v1/messages/count_tokens"):
+            return self.send_json(200, {"input_tokens": tokens(req.get("messages"))})
+        if path.endswith("/v1/messages"):
+            return anthropic(self, req, p)
+        if path.endswith("/responses"):
+            return responses(self, req, p)
+        if path.endswith("/chat/completions"):
+            return chat(self, req, p)
+        self.send_json(404, {"error": {"type": "not_found_error", "message": "stub: not found"}})
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file")
+    ap.add_argument("--log")
+    ARGS = ap.parse_args()
+    srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    port = srv.server_address[1]
+    if ARGS.port_file:
+        with open(ARGS.port_file + ".tmp", "w") as f:
+            f.write(str(port))
+        os.replace(ARGS.port_file + ".tmp", ARGS.port_file)
+    print(port, flush=True)
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
