@@ -139,7 +139,7 @@ pub struct OrchestrateArgs {
     #[arg(long, value_name = "CMD")]
     pub agent: Option<String>,
     /// Only report, as `status` does, and create fix/review/tiebreak tasks for failed verdicts
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["description", "task"])]
     pub manual: bool,
     /// Phases a task may run in this invocation before a human must look [default: 10]
     #[arg(long, value_name = "N")]

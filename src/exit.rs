@@ -23,7 +23,8 @@ pub const ITERATION_CAP: u8 = 15;
 pub const TOTAL_TIME_CAP: u8 = 16;
 /// `orchestrate`: the verify command failed, so a PASS verdict was not accepted.
 pub const VERIFY_FAILED: u8 = 17;
-/// `orchestrate`: sub-tasks of a decomposed task failed, are blocked, or the decomposition is invalid.
+/// `orchestrate`: sub-tasks of a decomposed task failed or are blocked (an invalid
+/// DECOMPOSITION.md is a bad artifact, 11).
 pub const SUBTASKS_FAILED: u8 = 18;
 /// `orchestrate`: the task already needed a human before this run started.
 pub const NEEDS_HUMAN: u8 = 19;

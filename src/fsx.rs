@@ -3,6 +3,7 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// Write `bytes` to `path` atomically, creating parent folders as needed.
@@ -12,8 +13,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         _ => Path::new("."),
     };
     fs::create_dir_all(dir)?;
+    // Keep the mode of the file replaced; a new file is readable by all (0644), as a shell's
+    // `>` would make it under the usual umask (tempfile alone would make it 0600).
+    let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
     let mut tmp = tempfile::Builder::new()
         .prefix(".automaton-tmp-")
+        .permissions(fs::Permissions::from_mode(mode))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
@@ -33,4 +38,36 @@ pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
     let truncated = buf.len() > limit;
     buf.truncate(limit);
     Ok((buf, truncated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_files_are_0644_and_replaced_files_keep_their_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b.txt");
+        write_atomic(&p, b"one").unwrap();
+        // SAFETY: umask only swaps the process mask; it is put back at once.
+        let umask = unsafe {
+            let m = libc::umask(0o022);
+            libc::umask(m);
+            m
+        };
+        let expected = 0o644 & !umask;
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            expected
+        );
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o600)).unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        assert_eq!(
+            fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        let (bytes, cut) = read_prefix(&p, 2).unwrap();
+        assert_eq!((bytes.as_slice(), cut), (&b"tw"[..], true));
+    }
 }

@@ -76,6 +76,11 @@ fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
     };
     match &cli.command {
         cli::Command::Status(args) => report::status_command(&ctx, args),
+        cli::Command::Continue(args) if args.description.is_some() => Err(exit::Failure::new(
+            exit::USAGE,
+            "`continue` takes no description; to start a task: automaton orchestrate \"describe it\"",
+        )
+        .into()),
         cli::Command::Orchestrate(args) | cli::Command::Continue(args) => {
             run::orchestrate_command(&ctx, args)
         }

@@ -314,7 +314,8 @@ pub struct Facts<'a> {
     pub start: Option<State>,
     /// A stop the orchestrator recorded (timeout, caps, agent failure...).
     pub stop: Option<&'a str>,
-    pub is_subtask: bool,
+    /// Levels below a top-level task (0 for a top-level task, 1 for its sub-tasks...).
+    pub depth: usize,
 }
 
 /// Sub-task outcomes of a parent, for the `PASS: n, FAIL: n, NEEDS_REVIEW: n` summary.
@@ -351,12 +352,37 @@ impl fmt::Display for Counts {
     }
 }
 
+/// Why a task needs a human: each cause has its own exit code in `orchestrate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// A stop the orchestrator recorded in `.stop`.
+    Stopped,
+    /// The referee said FAIL or NEEDS_REVIEW.
+    Verdict,
+    /// VERDICT.md has no verdict word, or two.
+    MalformedVerdict,
+    /// DECOMPOSITION.md could not be parsed or checked.
+    InvalidPlan,
+    /// Sub-tasks did not all pass.
+    Subtasks,
+    /// The task was created in state human_intervention.
+    Created,
+    /// Decomposition nested deeper than [`MAX_DEPTH`].
+    TooDeep,
+}
+
+/// Levels of sub-tasks below a top-level task. A task at this depth that writes a
+/// DECOMPOSITION.md needs a human, so a plan that keeps splitting cannot run away.
+pub const MAX_DEPTH: usize = 2;
+
 /// What the state machine decided for one task.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     pub state: State,
     /// Why a human is needed (human_intervention only).
     pub reason: Option<String>,
+    /// The kind of that reason (human_intervention only).
+    pub cause: Option<Cause>,
     /// Parent: listed sub-tasks not terminal yet (and not blocked), in plan order.
     pub waiting_on: Vec<String>,
     /// Parent: (sub-task, the sub-task that blocks it).
@@ -380,12 +406,14 @@ impl Decision {
             counts: None,
             missing: Vec::new(),
             orphans: Vec::new(),
+            cause: None,
         }
     }
 
-    fn human(reason: impl Into<String>) -> Self {
+    fn human(cause: Cause, reason: impl Into<String>) -> Self {
         Decision {
             reason: Some(reason.into()),
+            cause: Some(cause),
             ..Decision::plain(State::HumanIntervention)
         }
     }
@@ -422,7 +450,7 @@ pub fn artifact_state(artifacts: ArtifactSet, config: &PhaseConfig, is_subtask: 
 /// Decide the state of one task.
 pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
     if let Some(reason) = facts.stop {
-        return Decision::human(reason.to_string());
+        return Decision::human(Cause::Stopped, reason.to_string());
     }
     let verdict = facts.artifacts.contains(Artifact::Verdict).then(|| {
         facts
@@ -431,14 +459,27 @@ pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
             .unwrap_or(Err("VERDICT.md could not be read".into()))
     });
     if facts.artifacts.contains(Artifact::Decomposition) {
+        if facts.depth >= MAX_DEPTH {
+            return Decision::human(
+                Cause::TooDeep,
+                format!(
+                    "DECOMPOSITION.md in a sub-task {} levels deep; automaton nests at most {MAX_DEPTH} levels: \
+                     implement this sub-task directly or split it in its parent's plan",
+                    facts.depth
+                ),
+            );
+        }
         return decide_parent(facts, verdict);
     }
     match verdict {
         Some(Ok(Verdict::Pass)) => Decision::plain(State::Complete),
-        Some(Ok(v)) => Decision::human(format!("referee verdict is {}", v.word())),
-        Some(Err(why)) => Decision::human(format!("VERDICT.md is malformed: {why}")),
+        Some(Ok(v)) => Decision::human(Cause::Verdict, format!("referee verdict is {}", v.word())),
+        Some(Err(why)) => Decision::human(
+            Cause::MalformedVerdict,
+            format!("VERDICT.md is malformed: {why}"),
+        ),
         None => {
-            let state = artifact_state(facts.artifacts, config, facts.is_subtask);
+            let state = artifact_state(facts.artifacts, config, facts.depth > 0);
             match facts.start {
                 Some(start) if start.rank() > state.rank() => start_decision(start),
                 _ => Decision::plain(state),
@@ -449,9 +490,10 @@ pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
 
 fn start_decision(start: State) -> Decision {
     match start {
-        State::HumanIntervention => {
-            Decision::human("the task was created in state human_intervention")
-        }
+        State::HumanIntervention => Decision::human(
+            Cause::Created,
+            "the task was created in state human_intervention",
+        ),
         s => Decision::plain(s),
     }
 }
@@ -459,11 +501,16 @@ fn start_decision(start: State) -> Decision {
 fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) -> Decision {
     let plan = match &facts.plan {
         Some(Ok(plan)) => *plan,
-        Some(Err(why)) => return Decision::human(format!("DECOMPOSITION.md is invalid: {why}")),
-        None => return Decision::human("DECOMPOSITION.md could not be read"),
+        Some(Err(why)) => {
+            return Decision::human(
+                Cause::InvalidPlan,
+                format!("DECOMPOSITION.md is invalid: {why}"),
+            );
+        }
+        None => return Decision::human(Cause::InvalidPlan, "DECOMPOSITION.md could not be read"),
     };
     if let Some(Ok(v @ (Verdict::Fail | Verdict::NeedsReview))) = verdict {
-        return Decision::human(format!("referee verdict is {}", v.word()));
+        return Decision::human(Cause::Verdict, format!("referee verdict is {}", v.word()));
     }
     let child = |name: &str| facts.children.iter().find(|c| c.name == name);
     let mut d = Decision::plain(State::Decomposition);
@@ -481,7 +528,6 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
 
     // A sub-task is blocked when something it depends on ended without a PASS, or is itself
     // blocked. Iterate to a fixpoint: the plan is small and was checked acyclic by its parser.
-    let passed = |name: &str| child(name).is_some_and(|c| c.state == State::Complete);
     let failed = |name: &str| child(name).is_some_and(|c| c.state == State::HumanIntervention);
     let mut blocked: Vec<(String, String)> = Vec::new();
     loop {
@@ -492,9 +538,10 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
             {
                 continue;
             }
-            let blocker = p.depends_on.iter().find(|dep| {
-                (failed(dep) && !passed(dep)) || blocked.iter().any(|(b, _)| b == *dep)
-            });
+            let blocker = p
+                .depends_on
+                .iter()
+                .find(|dep| failed(dep) || blocked.iter().any(|(b, _)| b == *dep));
             if let Some(dep) = blocker {
                 blocked.push((p.name.clone(), dep.clone()));
                 changed = true;
@@ -541,6 +588,7 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
     }
     if let Some((name, what)) = failures.first() {
         d.state = State::HumanIntervention;
+        d.cause = Some(Cause::Subtasks);
         d.reason = Some(match verdict {
             Some(Ok(Verdict::Pass)) => format!(
                 "Parent task VERDICT.md says PASS, but sub-task {name} has VERDICT.md with {what}. \
@@ -552,6 +600,7 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
     }
     if let Some(Err(why)) = verdict {
         d.state = State::HumanIntervention;
+        d.cause = Some(Cause::MalformedVerdict);
         d.reason = Some(format!("VERDICT.md is malformed: {why}"));
         return d;
     }

@@ -45,6 +45,7 @@ impl Fx {
             contract_grace: Duration::from_secs(20),
             kill_grace: Duration::from_millis(200),
             on_line: None,
+            pid_file: None,
         }
     }
 
@@ -378,6 +379,7 @@ fn second_interrupt_kills_groups_and_exits_130() {
                 contract_grace: Duration::from_secs(60),
                 kill_grace: Duration::from_secs(60),
                 on_line: None,
+                pid_file: None,
             };
             let _ = run_agent(&spec);
         });

@@ -270,6 +270,73 @@ fn verify_command_overrules_a_pass_verdict() {
     assert_eq!(p.state_of("tasks/verified"), "human_intervention");
     assert!(p.join("tasks/verified/logs/verify-1.log").is_file());
     assert!(p.join("tasks/verified/logs/verify-2.log").is_file());
+    // Naming the task again does not slip the PASS through: verify runs again, and fails again.
+    p.orchestrate()
+        .args(["--task", "tasks/verified"])
+        .assert()
+        .code(17);
+    assert!(p.join("tasks/verified/logs/verify-3.log").is_file());
+    // Once the command passes (here: in config.md's ## Agent section), the PASS is accepted,
+    // and only once: a further run does not verify again.
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Autopilot**: Enabled\n",
+    );
+    p.write(
+        ".automaton/config.md",
+        "## Agent\n- **Verify command**: true\n",
+    );
+    p.orchestrate()
+        .args(["--task", "tasks/verified"])
+        .assert()
+        .code(0);
+    assert!(p.join("tasks/verified/logs/verify-4.log").is_file());
+    p.orchestrate()
+        .args(["--task", "tasks/verified"])
+        .assert()
+        .code(0);
+    assert!(!p.join("tasks/verified/logs/verify-5.log").exists());
+}
+
+#[test]
+fn contract_met_does_not_excuse_a_failing_exit_status() {
+    stops(
+        "research=met_exit3",
+        &[],
+        12,
+        "agent exited with status 3 during research",
+    );
+}
+
+#[test]
+fn oversized_durations_and_a_description_for_continue_are_refused() {
+    let p = Project::new();
+    p.orchestrate()
+        .args(["--max-phase-time", "99999999999999999999d", "x"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("expected a duration that fits"));
+    // The largest representable cap is fine: it means no cap.
+    p.orchestrate()
+        .args([
+            "--max-total-time",
+            "18446744073709551615",
+            "--max-iterations",
+            "1",
+            "x",
+        ])
+        .assert()
+        .code(15);
+    p.cmd()
+        .args(["continue", "new thing"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("takes no description"));
+    p.cmd()
+        .args(["orchestrate", "--manual", "new thing"])
+        .assert()
+        .code(2);
+    assert!(!p.join("tasks/new-thing").exists());
 }
 
 #[test]
@@ -391,16 +458,20 @@ fn kill_9_mid_phase_then_resume_runs_no_completed_phase_twice() {
     let child: i32 = p.read("tasks/crashy/child.pid").trim().parse().unwrap();
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
-    // automaton died without cleaning up: its agent group lives on; end it as a user would.
+    // automaton died without cleaning up: its agent lives on, until the next run stops it
+    // before it starts the phase again (two agents never work on one task).
+    assert!(!process_gone(child));
     let group = unsafe { libc::getpgid(child) };
     assert!(group > 0);
-    unsafe { libc::kill(-group, libc::SIGKILL) };
-    assert!(wait_gone(child, 5));
     let mut c = p.orchestrate();
     c.env("AGENT_LOG", p.join("agent.log"))
         .args(["--task", "tasks/crashy"])
         .assert()
-        .code(0);
+        .code(0)
+        .stderr(predicate::str::contains(format!(
+            "stopped agent pid {group} that an earlier, killed run left running"
+        )));
+    assert!(wait_gone(child, 5));
     let runs: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
     for phase in [
         "research",

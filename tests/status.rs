@@ -18,7 +18,7 @@ fn fixture() -> Project {
         .write("tasks/reviewed/DOC_REVIEW.md", "x")
         .write("tasks/passed/VERDICT.md", "**Verdict**: PASS\n")
         .write("tasks/failed/SPEC.md", "spec")
-        .write("tasks/failed/VERDICT.md", "# Referee verdict: FAIL\n\n## Findings\n- login-race: two logins\n- null-deref: crash\n")
+        .write("tasks/failed/VERDICT.md", "# Referee verdict: FAIL\n\n## Findings\n- login-race: two logins\n- null-deref: crash\n- null-deref: another crash\n")
         .write("tasks/malformed/VERDICT.md", "Verdict: PASS\nVerdict: FAIL\n")
         .write("tasks/parent/SPEC.md", "x")
         .write("tasks/parent/DECOMPOSITION.md", DECOMP)
@@ -105,7 +105,11 @@ fn json_reports_every_state_as_designed() {
         .collect();
     assert_eq!(
         fixes,
-        vec!["tasks/failed-fix-login-race", "tasks/failed-fix-null-deref"]
+        vec![
+            "tasks/failed-fix-login-race",
+            "tasks/failed-fix-null-deref",
+            "tasks/failed-fix-null-deref-2"
+        ]
     );
     assert_eq!(
         get("tasks/parent/subtasks/a")["fix_tasks"][0]["path"],

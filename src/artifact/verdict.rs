@@ -98,8 +98,17 @@ enum Section {
 }
 
 /// Position of the colon of a `verdict:` line (`**Verdict**:`, `# Referee verdict:`).
+/// Only a line that starts with the verdict label counts (after heading, list or emphasis
+/// markup, and an optional `referee` / `final`): a note like "- Previous verdict: FAIL" does not.
 fn verdict_colon(lower: &str) -> Option<usize> {
     let v = lower.find("verdict")?;
+    let lead = lower[..v].trim_matches(|c: char| c.is_whitespace() || "#*_->".contains(c));
+    if !matches!(
+        lead,
+        "" | "referee" | "final" | "the" | "referee's" | "final referee"
+    ) {
+        return None;
+    }
     let after = &lower[v + "verdict".len()..];
     let colon = after.find(':')?;
     after[..colon]
@@ -160,6 +169,15 @@ mod tests {
         assert_eq!(
             v("Verdict: PASS\n\nThe old test would FAIL without the fix.\n"),
             Ok(Verdict::Pass)
+        );
+        // Only a line that starts with the label is a verdict line.
+        assert_eq!(
+            v("Verdict: PASS\n\n## Notes\n- Previous verdict: FAIL (fixed since)\n"),
+            Ok(Verdict::Pass)
+        );
+        assert_eq!(
+            v("## Final verdict: NEEDS_REVIEW\n"),
+            Ok(Verdict::NeedsReview)
         );
     }
 

@@ -150,21 +150,19 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
             .find(|(n, _)| *n == node.name)
             .map(|(_, by)| by.clone())
     });
+    let fix_tasks = planned_fix_tasks(tree, i);
     let (next_step, command) = match state {
         State::Complete => ("none".to_string(), None),
         // Its waves will not run it, and running it alone would skip the failed dependency.
         _ if blocked_by.is_some() => ("blocked".to_string(), None),
-        State::HumanIntervention => {
-            let fixes = !planned_fix_tasks(tree, i).is_empty();
-            (
-                "human".to_string(),
-                Some(if fixes {
-                    format!("{prefix} orchestrate --manual")
-                } else {
-                    run
-                }),
-            )
-        }
+        State::HumanIntervention => (
+            "human".to_string(),
+            Some(if !fix_tasks.is_empty() {
+                format!("{prefix} orchestrate --manual")
+            } else {
+                run
+            }),
+        ),
         _ if waiting => ("subtasks".to_string(), Some(run)),
         s => (
             s.next_phase().map_or("none", |p| p.word()).to_string(),
@@ -229,7 +227,7 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         depends_on: plan_row.map(|r| r.depends_on).unwrap_or_default(),
         blocked_by,
         subtasks,
-        fix_tasks: planned_fix_tasks(tree, i),
+        fix_tasks,
         usage: journal::usage(&node.dir),
     }
 }
@@ -421,6 +419,12 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
     print_warnings(&tree.warnings);
     let prefix = command_prefix(ctx);
     if args.json {
+        let warnings: Vec<String> = settings
+            .warnings
+            .iter()
+            .chain(&tree.warnings)
+            .cloned()
+            .collect();
         let tasks: Vec<TaskView> = (0..tree.nodes.len())
             .map(|i| task_view(&tree, i, &prefix))
             .collect();
@@ -428,7 +432,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
             version: STATUS_FORMAT_VERSION,
             project: ctx.project.display().to_string(),
             tasks,
-            warnings: &tree.warnings,
+            warnings: &warnings,
         };
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {

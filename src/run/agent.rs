@@ -44,6 +44,9 @@ pub struct AgentSpec<'a> {
     pub cancel: &'a AtomicBool,
     /// After CONTRACT_MET appears in the output, how long the agent may take to exit.
     pub contract_grace: Duration,
+    /// Where to record the agent's pid while it runs, so that a later run can stop an agent
+    /// an automaton killed with SIGKILL left behind ([`stop_stale_agent`]).
+    pub pid_file: Option<&'a Path>,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
     /// Called (from the runner's thread) with the latest non-empty output line.
@@ -130,6 +133,9 @@ pub struct AgentOutcome {
     pub end: AgentEnd,
     /// CONTRACT_MET was seen on a line of the output (see [`is_contract_line`]).
     pub contract_met: bool,
+    /// The agent printed CONTRACT_MET but did not exit within the contract grace, so automaton
+    /// stopped it: its exit status then says nothing about the work.
+    pub stopped_after_contract: bool,
     pub pid: u32,
     pub duration: Duration,
     pub last_line: Option<String>,
@@ -180,6 +186,10 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
     let pid = child.id();
     let stdin = child.stdin.take();
     let mut guard = GroupGuard::new(child, spec.kill_grace);
+    if let Some(pid_file) = spec.pid_file {
+        let start = process_start_time(pid as libc::pid_t).unwrap_or_default();
+        crate::fsx::write_atomic(pid_file, format!("{pid} {start}\n").as_bytes())?;
+    }
 
     if let Some(stdin) = stdin {
         feed_stdin(stdin, spec.prompt)?;
@@ -189,6 +199,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
     let mut last_growth = started;
     let mut contract_seen_at: Option<Instant> = None;
     let mut poll = Duration::from_millis(1);
+    let mut stopped_after_contract = false;
     let end = loop {
         let exited = guard.child.try_wait()?;
         if scan.poll(spec.on_line)? {
@@ -222,6 +233,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         }
         if contract_seen_at.is_some_and(|t| now.duration_since(t) >= spec.contract_grace) {
             let status = guard.finish(None)?;
+            stopped_after_contract = true;
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
         thread::sleep(poll);
@@ -229,13 +241,60 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
     };
     // Output written while the group was being stopped still counts.
     scan.poll(spec.on_line)?;
+    if let Some(pid_file) = spec.pid_file {
+        let _ = std::fs::remove_file(pid_file);
+    }
     Ok(AgentOutcome {
         end,
         contract_met: scan.contract_met,
+        stopped_after_contract,
         pid,
         duration: started.elapsed(),
         last_line: scan.last_line,
     })
+}
+
+/// Stop an agent group that an earlier automaton, killed with SIGKILL, left running: read the
+/// pid file [`run_agent`] wrote, and when that process still runs (same pid and start time, so
+/// a recycled pid is left alone), TERM its group, wait up to `grace`, then KILL. Returns the
+/// pid it stopped. The pid file is removed either way.
+pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u32>> {
+    let text = match std::fs::read_to_string(pid_file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut parts = text.split_whitespace();
+    let pid: Option<libc::pid_t> = parts.next().and_then(|p| p.parse().ok());
+    let start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
+    let stopped = match (pid, start) {
+        (Some(pid), Some(start))
+            if pid > 1 && process_start_time(pid) == Some(start) && group_alive(pid) =>
+        {
+            signal_group(pid, libc::SIGTERM);
+            let t0 = Instant::now();
+            while group_alive(pid) && t0.elapsed() < grace {
+                thread::sleep(Duration::from_millis(10));
+            }
+            signal_group(pid, libc::SIGKILL);
+            Some(pid as u32)
+        }
+        _ => None,
+    };
+    std::fs::remove_file(pid_file)?;
+    Ok(stopped)
+}
+
+/// A process's start time (clock ticks since boot, field 22 of `/proc/<pid>/stat`).
+fn process_start_time(pid: libc::pid_t) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the fields after it follow the last ')'.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
 }
 
 /// Whether an output line is the done signal: `CONTRACT_MET` alone on the line, allowing

@@ -6,8 +6,8 @@ use super::subtasks::{files_overlap, sync_subtasks};
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::Plan;
 use crate::fsx::write_atomic;
-use crate::state::{Artifact, Phase, State, Verdict};
-use crate::task::snapshot::{STOP_FILE, Snapshot};
+use crate::state::{Artifact, Cause, Phase, State};
+use crate::task::snapshot::{STOP_FILE, content_hash};
 use crate::task::{TaskTree, write_state};
 use serde_json::json;
 use std::path::Path;
@@ -41,30 +41,51 @@ fn stop_task(
     Ok(stopped(kind, reason))
 }
 
-/// Why a task the state machine put in human_intervention needs a human, as a stop.
-fn human_stop(snap: &Snapshot, reason: &str) -> StopKind {
-    if snap.stop.is_some() {
-        return StopKind::NeedsHuman;
+/// The stop (and exit code) for a task the state machine put in human_intervention.
+fn human_stop(cause: Option<Cause>) -> StopKind {
+    match cause {
+        Some(Cause::Verdict) => StopKind::VerdictFailed,
+        Some(Cause::MalformedVerdict | Cause::InvalidPlan | Cause::TooDeep) => {
+            StopKind::BadArtifact
+        }
+        Some(Cause::Subtasks) => StopKind::SubtasksFailed,
+        Some(Cause::Stopped | Cause::Created) | None => StopKind::NeedsHuman,
     }
-    if matches!(snap.plan, Some(Err(_))) {
-        return StopKind::BadArtifact;
+}
+
+/// The file that records which VERDICT.md the verify command last passed for.
+const VERIFIED_FILE: &str = "logs/verified";
+
+fn verdict_hash(dir: &Path) -> Option<String> {
+    std::fs::read(dir.join(Artifact::Verdict.file_name()))
+        .ok()
+        .map(|b| content_hash(&b))
+}
+
+/// Clear the stops an earlier run recorded in a task and its sub-tasks, so that naming the
+/// task retries what was stopped (a timeout, a stalled or failed agent...).
+fn clear_stops(run: &Run<'_>, rel: &str) -> anyhow::Result<()> {
+    let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    for node in tree.nodes.iter().filter(|n| n.snap.stop.is_some()) {
+        std::fs::remove_file(node.dir.join(STOP_FILE))?;
+        run.progress
+            .event("stop_cleared", json!({"task": node.rel}), || {
+                format!(
+                    "↻ {}: retrying after: {}",
+                    node.rel,
+                    node.snap.stop.as_deref().unwrap_or("")
+                )
+            });
     }
-    if snap.plan.is_some() && reason.contains("sub-task") {
-        return StopKind::SubtasksFailed;
-    }
-    match snap.verdict.as_ref().map(|v| &v.verdict) {
-        Some(Ok(Verdict::Fail | Verdict::NeedsReview)) => StopKind::VerdictFailed,
-        Some(Err(_)) => StopKind::BadArtifact,
-        _ => StopKind::NeedsHuman,
-    }
+    Ok(())
 }
 
 /// Drive one task until it is complete or needs a human. `explicit`: the user named this task,
 /// so a stop recorded by an earlier run is cleared and the task tried again.
 pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome> {
     let dir = run.settings.project.join(rel);
-    if explicit && dir.join(STOP_FILE).exists() {
-        std::fs::remove_file(dir.join(STOP_FILE))?;
+    if explicit {
+        clear_stops(run, rel)?;
     }
     let mut iterations: u64 = 0;
     let mut warned = false;
@@ -95,6 +116,21 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
         }
         match state {
             State::Complete => {
+                // Done is verified, not claimed: a PASS counts once the verify command passed
+                // for this very VERDICT.md (so a retry after a failed verify verifies again).
+                if let Some(cmd) = run.verify_command
+                    && let Some(hash) = verdict_hash(&dir)
+                    && std::fs::read_to_string(dir.join(VERIFIED_FILE))
+                        .ok()
+                        .as_deref()
+                        != Some(hash.as_str())
+                {
+                    if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir)? {
+                        let reason = format!("the referee said PASS, but {reason}");
+                        return stop_task(run, rel, &dir, kind, reason);
+                    }
+                    write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
+                }
                 run.progress
                     .event("task_complete", json!({"task": rel}), || {
                         format!("✔ {rel}: complete")
@@ -107,7 +143,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                     .reason
                     .clone()
                     .unwrap_or_else(|| "needs a human".into());
-                let kind = human_stop(&node.snap, &reason);
+                let kind = human_stop(node.decision.cause);
                 run.progress.event(
                     "task_stopped",
                     json!({"task": rel, "kind": kind.word(), "reason": reason}),
@@ -195,7 +231,7 @@ fn one_phase(
     }
     if let super::agent::AgentEnd::Exited(status) = &o.end
         && !status.success()
-        && !o.contract_met
+        && !o.stopped_after_contract
     {
         let reason = format!("{end} during {}; see {log_rel}", phase.word());
         return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Some);
@@ -268,20 +304,12 @@ fn one_phase(
             )
         },
     );
-    let verify_now = match phase {
-        Phase::Implement => true,
-        Phase::Referee => node.verdict() == Some(Verdict::Pass),
-        _ => false,
-    };
-    if verify_now
+    // The verify command also runs after implement, to stop early; a PASS is checked again
+    // when the task reaches complete (see `drive`).
+    if phase == Phase::Implement
         && let Some(cmd) = run.verify_command
         && let Some((kind, reason)) = run_verify(run, cmd, rel, dir)?
     {
-        let reason = if phase == Phase::Referee {
-            format!("the referee said PASS, but {reason}")
-        } else {
-            reason
-        };
         return stop_task(run, rel, dir, kind, reason).map(Some);
     }
     write_state(dir, node.state())?;

@@ -21,6 +21,7 @@ use agent::AgentEnd;
 use progress::Progress;
 use serde_json::json;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Caps and grace periods of a run.
@@ -49,6 +50,53 @@ pub struct Run<'a> {
     pub progress: &'a Progress,
     /// Max peak context per sub-task, for prompts.
     pub max_peak: u64,
+    /// Agents running at once, across every level of sub-tasks, at most `jobs`.
+    pub slots: Slots,
+}
+
+/// A counting semaphore: the number of agent processes running at once.
+pub struct Slots {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// Holds one slot until dropped.
+pub struct Slot<'a>(&'a Slots);
+
+impl Slots {
+    pub fn new(n: usize) -> Self {
+        Slots {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Wait for a free slot. After Ctrl-C it stops waiting, so the caller's agent starts and is
+    /// stopped at once, and the run winds down.
+    pub fn acquire<'a>(&'a self, cancel: &AtomicBool) -> Option<Slot<'a>> {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if *free > 0 {
+                *free -= 1;
+                return Some(Slot(self));
+            }
+            if cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                return None;
+            }
+            free = self
+                .freed
+                .wait_timeout(free, Duration::from_millis(50))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0);
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// Why a run stopped before completion; each has its own exit code.
@@ -173,7 +221,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     let config = phase_config(&settings);
     let prefix = command_prefix(ctx);
     if args.manual || !settings.bool("agent.autopilot") {
-        return manual(ctx, &settings, &config, &prefix);
+        return manual(ctx, &config, &prefix);
     }
     let adapter = adapter::adapter_for(settings.text("agent.kind").unwrap_or("command"));
     let Some(agent_command) = adapter::command_line(
@@ -214,10 +262,15 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         adapter,
         verify_command: settings.text("agent.verify"),
         limits,
-        deadline: Instant::now() + limits.total,
+        // A cap too far to represent means no cap.
+        deadline: Instant::now()
+            .checked_add(limits.total)
+            .or_else(|| Instant::now().checked_add(Duration::from_secs(u32::MAX.into())))
+            .unwrap_or_else(Instant::now),
         cancel: &cancel,
         progress: &progress,
         max_peak: vram.max_peak_context_kb,
+        slots: Slots::new(limits.jobs),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
@@ -375,12 +428,10 @@ fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
 
 /// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
 /// tasks of failed verdicts (idempotently).
-fn manual(
-    ctx: &Ctx,
-    _settings: &Settings,
-    config: &PhaseConfig,
-    prefix: &str,
-) -> anyhow::Result<u8> {
+fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
+    // Creating tasks writes into the project: not while an autopilot drives it.
+    let _lock = lock::acquire(&ctx.project)
+        .map_err(|e| exit::Failure::new(e.exit_code(), e.to_string()))?;
     let tree = TaskTree::load(&ctx.project, config);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
@@ -391,6 +442,7 @@ fn manual(
         .map(|(f, _)| f.path.as_str())
         .collect();
     if !new.is_empty() {
+        let _ = crate::detect::invalidate_cache(&ctx.project);
         println!("\nCreated {} task(s): {}", new.len(), new.join(", "));
     }
     println!("ORCHESTRATION_COMPLETE");

@@ -86,6 +86,20 @@ pub struct PhaseRun {
     pub attempt: u32,
 }
 
+/// Stop an agent that an automaton killed with SIGKILL left running in this task, so that two
+/// agents never work on one task; returns the pid file the next agent records itself in.
+fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> anyhow::Result<PathBuf> {
+    let pid_file = logs.join("agent.pid");
+    if let Some(pid) = super::agent::stop_stale_agent(&pid_file, run.limits.kill_grace)? {
+        run.progress.event(
+            "leftover_agent_stopped",
+            json!({"task": task_rel, "pid": pid}),
+            || format!("warning: {task_rel}: stopped agent pid {pid} that an earlier, killed run left running"),
+        );
+    }
+    Ok(pid_file)
+}
+
 /// Run the agent for one phase of a task.
 pub fn run_phase(
     run: &Run<'_>,
@@ -121,6 +135,7 @@ pub fn run_phase(
         json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
         || format!("▶ {task_rel}: {} (attempt {attempt})", phase.word()),
     );
+    let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
     let started = Instant::now();
     let live = |line: &str| {
         run.progress.live(&format!(
@@ -143,8 +158,12 @@ pub fn run_phase(
         contract_grace: run.limits.contract_grace,
         kill_grace: run.limits.kill_grace,
         on_line: Some(&live),
+        pid_file: Some(&pid_file),
     };
-    let outcome = run_agent(&spec)?;
+    let outcome = {
+        let _slot = run.slots.acquire(run.cancel);
+        run_agent(&spec)?
+    };
     let report = parse_log(run.adapter, &log);
     journal::append(
         task_dir,
@@ -190,6 +209,7 @@ pub fn run_verify(
         "AUTOMATON_TASK_DIR".to_string(),
         task_dir.display().to_string(),
     )];
+    let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
     let spec = AgentSpec {
         command,
         cwd: &run.settings.project,
@@ -203,8 +223,12 @@ pub fn run_verify(
         contract_grace: run.limits.contract_grace,
         kill_grace: run.limits.kill_grace,
         on_line: None,
+        pid_file: Some(&pid_file),
     };
-    let outcome = run_agent(&spec)?;
+    let outcome = {
+        let _slot = run.slots.acquire(run.cancel);
+        run_agent(&spec)?
+    };
     let rel_log = format!("{task_rel}/logs/verify-{attempt}.log");
     let failed = match &outcome.end {
         AgentEnd::Exited(s) if s.success() => None,

@@ -362,8 +362,9 @@ pub struct Settings {
     pub warnings: Vec<String>,
 }
 
-/// Largest settings file read (seed 000: read at most 10 KB of config files).
-const MAX_SETTINGS_BYTES: usize = 64 * 1024;
+/// Largest part of a settings file read (seed 000: read at most 10 KB of config files, which
+/// may hold keys); the rest is ignored with a warning.
+const MAX_SETTINGS_BYTES: usize = 10 * 1024;
 
 impl Settings {
     /// Load the settings of `project` with the real home folder and environment.
@@ -397,7 +398,7 @@ impl Settings {
             (Layer::Project, Some(project.join(".automaton"))),
         ] {
             let Some(dir) = dir else { continue };
-            for file in [SettingsFile::AgentMd, SettingsFile::ConfigMd] {
+            for file in [SettingsFile::ConfigMd, SettingsFile::AgentMd] {
                 s.apply_file(&dir.join(file.name()), file, layer)?;
             }
         }
@@ -443,8 +444,12 @@ impl Settings {
         };
         let text = String::from_utf8_lossy(&bytes);
         for b in markdown::parse_bullets(&text) {
+            // config.md may hold an `## Agent` section too (e.g. `Verify command`); within a
+            // layer, .agent.md is read last and wins.
+            let config_agent =
+                file == SettingsFile::ConfigMd && b.section.eq_ignore_ascii_case("Agent");
             let spec = KEYS.iter().find(|k| {
-                k.file == file
+                (k.file == file || (config_agent && k.file == SettingsFile::AgentMd))
                     && k.key.eq_ignore_ascii_case(&b.key)
                     && (k.section.eq_ignore_ascii_case(&b.section)
                         || (file == SettingsFile::AgentMd && !is_known_section(&b.section)))

@@ -34,7 +34,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "d" => 86400.0,
             _ => return Err(expected()),
         };
-        total += Duration::from_secs_f64(n * scale);
+        total = Duration::try_from_secs_f64(n * scale)
+            .ok()
+            .and_then(|d| total.checked_add(d))
+            .ok_or_else(|| format!("a duration that fits in 64 bits of seconds, not `{s}`"))?;
         rest = &rest[unit_len..];
     }
     Ok(total)
@@ -104,6 +107,13 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert!(
+            parse_duration("99999999999999999999d")
+                .unwrap_err()
+                .contains("fits")
+        );
+        assert!(parse_duration("9999999999999999h").is_err());
+        assert!(parse_duration("18446744073709551615").is_ok());
         for bad in ["", "lots", "5 parsecs", "m", "-3s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

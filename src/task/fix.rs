@@ -41,15 +41,25 @@ pub fn planned_fix_tasks(tree: &TaskTree, index: usize) -> Vec<FixTask> {
     let root = top_rel.rsplit_once('/').map_or("tasks", |(r, _)| r);
     let mut out = Vec::new();
     let mut push = |kind: &'static str, base: &str, slug: &str, item: &str| {
-        let path = format!("{root}/{base}-{kind}-{slug}");
-        if !out.iter().any(|f: &FixTask| f.path == path) {
-            out.push(FixTask {
-                path,
-                kind,
-                item: item.to_string(),
-                from: node.rel.clone(),
-            });
-        }
+        // Two items with the same slug get -2, -3...: no finding is lost.
+        let base_path = format!("{root}/{base}-{kind}-{slug}");
+        let taken = |p: &str| out.iter().any(|f: &FixTask| f.path == p);
+        let path = (1..)
+            .map(|n| {
+                if n == 1 {
+                    base_path.clone()
+                } else {
+                    format!("{base_path}-{n}")
+                }
+            })
+            .find(|p| !taken(p))
+            .unwrap_or(base_path);
+        out.push(FixTask {
+            path,
+            kind,
+            item: item.to_string(),
+            from: node.rel.clone(),
+        });
     };
     match node.parent {
         // A failed sub-task gets one task named after it: {parent}-fix-{sub-task}.

@@ -157,8 +157,9 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
         snap.plan = text_of(Artifact::Decomposition).map(|t| parse_decomposition(&t));
     }
     if control.contains(&STATE_FILE) {
-        match fs::read(dir.join(STATE_FILE)) {
-            Ok(bytes) => {
+        // One word is expected; a huge file is not read whole.
+        match crate::fsx::read_prefix(&dir.join(STATE_FILE), 256) {
+            Ok((bytes, _)) => {
                 let word = String::from_utf8_lossy(&bytes);
                 match State::parse(&word) {
                     Some(s) => snap.state_file = Some(s),

@@ -312,7 +312,7 @@ impl Walker {
                     .as_ref()
                     .and_then(|o| State::parse(&o.start)),
                 stop: node.snap.stop.as_deref(),
-                is_subtask: node.parent.is_some() || node.depth > 0,
+                depth: node.depth,
             };
             let decision = decide(&facts, config);
             self.nodes[i].decision = decision;

@@ -7,10 +7,11 @@
 # Behaviours:
 #   ok (default), fail (FAIL verdict), needs_review, empty (empty artifact), malformed
 #   (two verdict words), exit3 (exit 3 without the artifact), none (exit 0 without the
-#   artifact), contract_only (print CONTRACT_MET, write nothing), hang (start a grandchild,
+#   artifact), contract_only (print CONTRACT_MET, write nothing), met_exit3 (write the artifact,
+#   print CONTRACT_MET, exit 3), hang (start a grandchild,
 #   record both pids, sleep), stall (print a line, then sleep silently), slow (sleep
 #   AGENT_SLEEP seconds, then ok), decompose (research also writes DECOMPOSITION.md from
-#   AGENT_DECOMPOSITION).
+#   AGENT_DECOMPOSITION, or AGENT_DECOMPOSITION_DEEP in a sub-task when set).
 # Every run appends "<task> <phase> <start> <end>" to $AGENT_LOG (times in ns).
 set -u
 phase=$AUTOMATON_PHASE
@@ -66,6 +67,7 @@ Verdict: FAIL"; record; exit 0 ;;
   exit3) echo "something broke" >&2; record; exit 3 ;;
   none) record; exit 0 ;;
   contract_only) record; echo CONTRACT_MET; exit 0 ;;
+  met_exit3) write "$(content)"; record; echo CONTRACT_MET; exit 3 ;;
   hang)
     sleep 1000 &
     echo $! > "$AUTOMATON_TASK_DIR/grandchild.pid"
@@ -76,7 +78,10 @@ Verdict: FAIL"; record; exit 0 ;;
   stall) record; echo "thinking..."; sleep 1000; exit 0 ;;
   decompose)
     if [ "$phase" = research ]; then
-      printf '%s\n' "${AGENT_DECOMPOSITION:-}" > "$AUTOMATON_TASK_DIR/DECOMPOSITION.md"
+      plan=${AGENT_DECOMPOSITION:-}
+      # Sub-tasks use AGENT_DECOMPOSITION_DEEP when it is set.
+      case $task in */subtasks/*) plan=${AGENT_DECOMPOSITION_DEEP:-$plan} ;; esac
+      printf '%s\n' "$plan" > "$AUTOMATON_TASK_DIR/DECOMPOSITION.md"
     fi ;;
 esac
 write "$(content)"
