@@ -66,3 +66,23 @@ fn jobs_caps_running_agents_across_levels() {
         .unwrap();
     assert!(most <= 2, "{most} agents ran at once with --jobs 2:\n{log}");
 }
+
+#[test]
+fn naming_a_parent_retries_its_stopped_sub_tasks() {
+    let p = Project::new();
+    p.orchestrate()
+        .env("AGENT_BEHAVIOR", "par:research=decompose x:implement=exit3")
+        .env("AGENT_DECOMPOSITION", PLAN)
+        .arg("par")
+        .assert()
+        .code(18);
+    assert_eq!(p.state_of("tasks/par/subtasks/x"), "human_intervention");
+    assert!(p.join("tasks/par/subtasks/x/.stop").is_file());
+    // The agent is fixed; the command `status` shows for the parent retries x.
+    p.orchestrate()
+        .args(["--task", "tasks/par"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains("↻ tasks/par/subtasks/x: retrying after: agent exited with status 3"));
+    assert_eq!(p.state_of("tasks/par"), "complete");
+}
