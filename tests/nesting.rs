@@ -83,6 +83,8 @@ fn naming_a_parent_retries_its_stopped_sub_tasks() {
         .args(["--task", "tasks/par"])
         .assert()
         .code(0)
-        .stderr(predicate::str::contains("↻ tasks/par/subtasks/x: retrying after: agent exited with status 3"));
+        .stderr(predicate::str::contains(
+            "↻ tasks/par/subtasks/x: retrying after: agent exited with status 3",
+        ));
     assert_eq!(p.state_of("tasks/par"), "complete");
 }
