@@ -166,8 +166,9 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                 };
                 if iterations >= run.limits.iterations {
                     let reason = format!(
-                        "iteration cap reached ({} phases in this run); next phase would be {}",
+                        "iteration cap reached ({} phase{} in this run); next phase would be {}",
                         run.limits.iterations,
+                        if run.limits.iterations == 1 { "" } else { "s" },
                         phase.word()
                     );
                     return stop_task(run, rel, &dir, StopKind::IterationCap, reason);

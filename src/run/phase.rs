@@ -11,7 +11,9 @@ use crate::task::TASK_FILE;
 use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// Files a phase may read besides the artifacts, in the order the prompt lists them.
 const CONTEXT_FILES: [&str; 3] = [TASK_FILE, "PARENT_SPEC.md", "VRAM_CONFIG.md"];
@@ -137,13 +139,20 @@ pub fn run_phase(
     );
     let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
     let started = Instant::now();
-    let live = |line: &str| {
+    // The live line: task, phase, elapsed seconds and the agent's last line, redrawn on every
+    // new line and once a second (terminal only).
+    let last_line = Mutex::new(String::new());
+    let show = || {
+        let line = last_line.lock().unwrap_or_else(|e| e.into_inner());
         run.progress.live(&format!(
-            "{task_rel} · {} · {}s · {}",
+            "{task_rel} · {} · {}s · {line}",
             phase.word(),
             started.elapsed().as_secs(),
-            run.adapter.live_line(line)
         ))
+    };
+    let live = |line: &str| {
+        *last_line.lock().unwrap_or_else(|e| e.into_inner()) = run.adapter.live_line(line);
+        show();
     };
     let spec = AgentSpec {
         command: run.agent_command,
@@ -160,10 +169,25 @@ pub fn run_phase(
         on_line: Some(&live),
         pid_file: Some(&pid_file),
     };
-    let outcome = {
+    let finished = AtomicBool::new(false);
+    let outcome = std::thread::scope(|scope| {
+        if run.progress.is_live() {
+            scope.spawn(|| {
+                let mut ticks = 0u32;
+                while !finished.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(100));
+                    ticks += 1;
+                    if ticks % 10 == 0 {
+                        show();
+                    }
+                }
+            });
+        }
         let _slot = run.slots.acquire(run.cancel);
-        run_agent(&spec)?
-    };
+        let outcome = run_agent(&spec);
+        finished.store(true, Ordering::SeqCst);
+        outcome
+    })?;
     let report = parse_log(run.adapter, &log);
     journal::append(
         task_dir,

@@ -38,6 +38,11 @@ impl Progress {
         }
     }
 
+    /// Whether a live line is drawn (people at a terminal).
+    pub fn is_live(&self) -> bool {
+        self.mode == Mode::Human { live: true }
+    }
+
     pub fn mode(&self) -> Mode {
         self.mode
     }
