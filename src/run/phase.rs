@@ -177,7 +177,7 @@ pub fn run_phase(
                 while !finished.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(100));
                     ticks += 1;
-                    if ticks % 10 == 0 {
+                    if ticks.is_multiple_of(10) {
                         show();
                     }
                 }
