@@ -19,7 +19,7 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> anyhow::Result<u8> {
                     "file": r.spec.file.name(),
                     "section": r.spec.section,
                     "key": r.spec.key,
-                    "value": r.raw,
+                    "value": crate::settings::value::redact(&r.raw),
                     "origin": r.origin.to_string(),
                 })
             })
@@ -36,10 +36,11 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> anyhow::Result<u8> {
             current = (r.spec.file.name(), r.spec.section);
             println!("{} ## {}", current.0, current.1);
         }
-        let shown = if r.raw.is_empty() {
+        let raw = crate::settings::value::redact(&r.raw);
+        let shown = if raw.is_empty() {
             "(unset)"
         } else {
-            r.raw.as_str()
+            raw.as_str()
         };
         println!("  {:<30} {:<24} # {}", r.spec.key, shown, r.origin);
     }

@@ -635,3 +635,30 @@ fn continue_skips_sub_tasks_of_a_parent_that_needs_a_human() {
         vec![("tasks/p-fix-a".to_string(), "referee".to_string())]
     );
 }
+
+#[test]
+fn an_interrupted_verify_leaves_the_pass_unaccepted() {
+    let p = Project::new();
+    // Passes at once after implement; hangs once VERDICT.md exists (until interrupted).
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Verify command**: test -e \"$AUTOMATON_TASK_DIR/VERDICT.md\" && { touch \"$AUTOMATON_TASK_DIR/verifying\"; sleep 30; }; true\n",
+    );
+    let mut run = p.orchestrate_std().arg("slow verify").spawn().unwrap();
+    wait_for(&p.join("tasks/slow-verify/verifying"), 30);
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert_eq!(p.read("tasks/slow-verify/.state"), "human_intervention\n");
+    let doc = p.status_json();
+    let task = &doc["tasks"][0];
+    assert_eq!(task["state"], "human_intervention");
+    assert!(
+        task["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not verified yet"),
+        "{task:#}"
+    );
+    // `continue` does not slip it through either.
+    p.orchestrate().assert().code(19);
+}

@@ -111,25 +111,40 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             anyhow::bail!("task folder {rel} disappeared");
         };
         let state = node.state();
-        if node.snap.state_file != Some(state) {
+        // Done is verified, not claimed: a PASS counts once the verify command passed for this
+        // very VERDICT.md (so a retry after a failed verify verifies again).
+        let unverified = match (state, run.verify_command) {
+            (State::Complete, Some(cmd)) => verdict_hash(&dir)
+                .filter(|h| {
+                    std::fs::read_to_string(dir.join(VERIFIED_FILE))
+                        .ok()
+                        .as_deref()
+                        != Some(h.as_str())
+                })
+                .map(|h| (cmd, h)),
+            _ => None,
+        };
+        if node.snap.state_file != Some(state) && unverified.is_none() {
             write_state(&dir, state)?;
         }
         match state {
             State::Complete => {
-                // Done is verified, not claimed: a PASS counts once the verify command passed
-                // for this very VERDICT.md (so a retry after a failed verify verifies again).
-                if let Some(cmd) = run.verify_command
-                    && let Some(hash) = verdict_hash(&dir)
-                    && std::fs::read_to_string(dir.join(VERIFIED_FILE))
-                        .ok()
-                        .as_deref()
-                        != Some(hash.as_str())
-                {
+                if let Some((cmd, hash)) = unverified {
+                    // Until the command passes the task is not complete: a run cut short here
+                    // (Ctrl-C, the total cap, kill -9) leaves it stopped, never complete.
+                    let pending = format!(
+                        "the PASS verdict is not verified yet (the verify command did not finish); \
+                         `orchestrate --task {rel}` verifies it again"
+                    );
+                    write_atomic(&dir.join(STOP_FILE), format!("{pending}\n").as_bytes())?;
+                    write_state(&dir, State::HumanIntervention)?;
                     if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir)? {
                         let reason = format!("the referee said PASS, but {reason}");
                         return stop_task(run, rel, &dir, kind, reason);
                     }
                     write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
+                    std::fs::remove_file(dir.join(STOP_FILE))?;
+                    write_state(&dir, State::Complete)?;
                 }
                 run.progress
                     .event("task_complete", json!({"task": rel}), || {

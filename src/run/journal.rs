@@ -81,7 +81,11 @@ pub fn append(task_dir: &Path, line: &Value) {
         .append(true)
         .open(path(task_dir))
     {
-        let _ = writeln!(f, "{line}");
+        // One write of the whole line, so a crash cannot leave half a line for the next one
+        // to glue onto (a plain `writeln!` on a File writes token by token).
+        let mut text = line.to_string();
+        text.push('\n');
+        let _ = f.write_all(text.as_bytes());
     }
 }
 
@@ -132,10 +136,9 @@ pub fn usage(task_dir: &Path) -> Option<Usage> {
             continue;
         }
         u.phases += 1;
-        u.seconds += v["seconds"]
-            .as_f64()
-            .filter(|s| s.is_finite())
-            .unwrap_or(0.0);
+        // A hand-edited or hostile journal must not print `inf` or negative totals.
+        let sane = |x: f64| x.is_finite() && (0.0..1e12).contains(&x);
+        u.seconds += v["seconds"].as_f64().filter(|s| sane(*s)).unwrap_or(0.0);
         let input = v["input_tokens"].as_u64();
         let output = v["output_tokens"].as_u64();
         add(&mut u.input_tokens, input);
@@ -147,13 +150,17 @@ pub fn usage(task_dir: &Path) -> Option<Usage> {
                 (i, o) => Some(i.unwrap_or(0).saturating_add(o.unwrap_or(0))),
             }),
         );
-        if let Some(c) = v["cost_usd"].as_f64().filter(|c| c.is_finite()) {
+        if let Some(c) = v["cost_usd"].as_f64().filter(|c| sane(*c)) {
             u.cost_usd = Some(u.cost_usd.unwrap_or(0.0) + c);
         }
-        if let Some(m) = v["model"].as_str().filter(|m| !m.is_empty())
-            && !u.models.iter().any(|x| x == m)
+        // Model names come from the agent's output: keep them to one short printable line.
+        let model: Option<String> = v["model"]
+            .as_str()
+            .map(|m| m.chars().filter(|c| !c.is_control()).take(80).collect());
+        if let Some(m) = model.filter(|m| !m.is_empty())
+            && !u.models.contains(&m)
         {
-            u.models.push(m.to_string());
+            u.models.push(m);
         }
     }
     (u.phases > 0).then_some(u)

@@ -276,12 +276,14 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
         return Ok(nothing_to_do(ctx, &config, &prefix));
     };
+    // The command line may carry a key (`--openai-api-key ...`): never print it.
+    let shown = crate::settings::value::redact(&agent_command);
     progress.event(
         "run_started",
-        json!({"task": rel, "agent": agent_command, "adapter": adapter.name()}),
+        json!({"task": rel, "agent": shown, "adapter": adapter.name()}),
         || match adapter.name() {
-            "command" => format!("automaton: driving {rel} with `{agent_command}`"),
-            kind => format!("automaton: driving {rel} with {kind}: `{agent_command}`"),
+            "command" => format!("automaton: driving {rel} with `{shown}`"),
+            kind => format!("automaton: driving {rel} with {kind}: `{shown}`"),
         },
     );
     let outcome = driver::drive(&run, &rel, true)?;

@@ -136,3 +136,72 @@ mod tests {
         assert!(parse_bool("maybe").is_err());
     }
 }
+
+/// A command line fit to print: values of flags and variables whose names speak of keys,
+/// tokens, secrets or passwords, and words that look like API keys, are masked.
+/// `aider --openai-api-key sk-abc` -> `aider --openai-api-key ***`.
+pub fn redact(command: &str) -> String {
+    fn secret_name(name: &str) -> bool {
+        let n = name.to_ascii_lowercase();
+        ["key", "token", "secret", "password", "passwd"]
+            .iter()
+            .any(|w| n.contains(w))
+    }
+    fn looks_like_key(word: &str) -> bool {
+        let w = word.trim_matches(|c| c == '"' || c == '\'');
+        ["sk-", "sk_", "ghp_", "github_pat_", "xoxb-", "AIza"]
+            .iter()
+            .any(|p| w.starts_with(p) && w.len() > p.len() + 3)
+    }
+    let mut out = Vec::new();
+    let mut mask_next = false;
+    for word in command.split(' ') {
+        let masked = if mask_next && !word.is_empty() {
+            mask_next = false;
+            "***".to_string()
+        } else if let Some((name, _)) = word.split_once('=')
+            && secret_name(name)
+        {
+            format!("{name}=***")
+        } else if word.starts_with('-') && secret_name(word) {
+            mask_next = true;
+            word.to_string()
+        } else if looks_like_key(word) {
+            "***".to_string()
+        } else {
+            word.to_string()
+        };
+        out.push(masked);
+    }
+    out.join(" ")
+}
+
+#[cfg(test)]
+mod redact_tests {
+    use super::redact;
+
+    #[test]
+    fn masks_secrets_only() {
+        assert_eq!(
+            redact("aider --openai-api-key sk-SECRET123 --yes"),
+            "aider --openai-api-key *** --yes"
+        );
+        assert_eq!(
+            redact("OPENAI_API_KEY=abc claude -p"),
+            "OPENAI_API_KEY=*** claude -p"
+        );
+        assert_eq!(
+            redact("tool --api-token=xyz run"),
+            "tool --api-token=*** run"
+        );
+        assert_eq!(redact("x sk-ant-api03-abcdef"), "x ***");
+        assert_eq!(
+            redact("claude -p --permission-mode acceptEdits"),
+            "claude -p --permission-mode acceptEdits"
+        );
+        assert_eq!(
+            redact("sh examples/agents/keyboard.sh"),
+            "sh examples/agents/keyboard.sh"
+        );
+    }
+}

@@ -106,7 +106,7 @@ fi
 
 # ----------------------------------------------------------------------------------- inside
 if [ "${2:-}" != --no-namespace ]; then
-    ip link set lo up
+    if command -v ip >/dev/null; then ip link set lo up; else python3 -c 'import socket,fcntl,struct; s=socket.socket(); fcntl.ioctl(s, 0x8914, struct.pack("16sH22x", b"lo", 0x1|0x40))'; fi
     # Prove the isolation: nothing beyond loopback is reachable.
     if python3 -c 'import socket; socket.create_connection(("1.1.1.1", 53), timeout=2)' 2>/dev/null; then
         echo "run.sh: the network namespace reaches the outside; refusing to run" >&2
@@ -130,12 +130,14 @@ RAN=0
 new_project() {
     W=$WORKROOT/$1
     PROJ=$W/proj
+    # A retried scenario starts from nothing: no old task, no old stub's port file.
+    rm -rf "$W"
     mkdir -p "$W/home" "$PROJ/.automaton"
     python3 "$HERE/stub_model.py" --port 0 --port-file "$W/port" --log "$W/requests.jsonl" \
         >/dev/null 2>"$W/stub.err" &
     STUB_PIDS="$STUB_PIDS $!"
     for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.05; done
-    PORT=$(cat "$W/port")
+    PORT=$(cat "$W/port" 2>/dev/null || echo 9)
     git -C "$PROJ" init -q
     git -C "$PROJ" -c user.email=ci@example.invalid -c user.name=ci commit -q --allow-empty -m init
 }
@@ -210,8 +212,9 @@ scenario() {
     say "$cli${RECIPE:+ (examples/agents/$cli.sh)}: automaton orchestrate \"$desc\" (expect exit $want)"
     local t0 rc=0
     t0=$(date +%s%N)
-    env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" orchestrate \
-        --max-phase-time 3m --stall-timeout 2m "$desc" >"$W/transcript.txt" 2>&1 || rc=$?
+    # Bounded twice: automaton's own caps, and a hard timeout in case anything hangs.
+    timeout -k 10 330 env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" orchestrate \
+        --max-phase-time 3m --stall-timeout 2m --max-total-time 5m "$desc" >"$W/transcript.txt" 2>&1 || rc=$?
     local ms=$((($(date +%s%N) - t0) / 1000000))
     sed 's/^/    | /' "$W/transcript.txt"
     echo "    exit $rc after ${ms} ms"
