@@ -662,3 +662,39 @@ fn an_interrupted_verify_leaves_the_pass_unaccepted() {
     // `continue` does not slip it through either.
     p.orchestrate().assert().code(19);
 }
+
+#[test]
+fn a_leftover_group_whose_leader_died_is_stopped_too() {
+    let p = Project::new();
+    let mut run = p
+        .orchestrate_std()
+        .env("AGENT_BEHAVIOR", "research=hang")
+        .arg("orphans")
+        .spawn()
+        .unwrap();
+    wait_for(&p.join("tasks/orphans/grandchild.pid"), 20);
+    let grandchild: i32 = p
+        .read("tasks/orphans/grandchild.pid")
+        .trim()
+        .parse()
+        .unwrap();
+    let group = unsafe { libc::getpgid(grandchild) };
+    assert!(group > 0);
+    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
+    run.wait().unwrap();
+    // Only the group's leader dies (as when a wrapper script is killed); its children live on.
+    unsafe { libc::kill(group, libc::SIGKILL) };
+    assert!(wait_gone(group, 5));
+    assert!(!process_gone(grandchild));
+    p.orchestrate()
+        .args(["--task", "tasks/orphans"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(
+            "that an earlier, killed run left running",
+        ));
+    assert!(
+        wait_gone(grandchild, 5),
+        "the leftover group member must be stopped"
+    );
+}

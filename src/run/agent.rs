@@ -268,9 +268,7 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
     let pid: Option<libc::pid_t> = parts.next().and_then(|p| p.parse().ok());
     let start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
     let stopped = match (pid, start) {
-        (Some(pid), Some(start))
-            if pid > 1 && process_start_time(pid) == Some(start) && group_alive(pid) =>
-        {
+        (Some(pid), Some(start)) if pid > 1 && group_alive(pid) && our_group(pid, start) => {
             signal_group(pid, libc::SIGTERM);
             let t0 = Instant::now();
             while group_alive(pid) && t0.elapsed() < grace {
@@ -285,16 +283,48 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
     Ok(stopped)
 }
 
-/// A process's start time (clock ticks since boot, field 22 of `/proc/<pid>/stat`).
-fn process_start_time(pid: libc::pid_t) -> Option<u64> {
+/// Fields of `/proc/<pid>/stat` after the command name (which may hold spaces): index 2 is
+/// the process group, index 19 the start time in clock ticks since boot.
+fn stat_fields(pid: &str) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces; the fields after it follow the last ')'.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(19)?
-        .parse()
-        .ok()
+    Some(
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+fn process_start_time(pid: libc::pid_t) -> Option<u64> {
+    stat_fields(&pid.to_string())?.get(19)?.parse().ok()
+}
+
+/// Whether process group `pgid` is still the agent that was recorded: its leader with the
+/// recorded start time, or (the leader gone, e.g. a wrapper script that was killed) a member
+/// that started no earlier than the leader did. A recycled pid fails both tests.
+fn our_group(pgid: libc::pid_t, start: u64) -> bool {
+    if process_start_time(pgid) == Some(start) {
+        return true;
+    }
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    procs.flatten().any(|e| {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            return false;
+        };
+        stat_fields(pid).is_some_and(|f| {
+            f.get(2).and_then(|g| g.parse::<libc::pid_t>().ok()) == Some(pgid)
+                && f.get(19)
+                    .and_then(|t| t.parse::<u64>().ok())
+                    .is_some_and(|t| t >= start)
+        })
+    })
 }
 
 /// Whether an output line is the done signal: `CONTRACT_MET` alone on the line, allowing
