@@ -13,18 +13,10 @@
 set -euo pipefail
 
 tasks="${1:-100}"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
-cargo build --release --quiet
-bin="$root/target/release/automaton"
-
-work="$(mktemp -d)"
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-project="$work/project"
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 shellrun="$work/shell"
-mkdir -p "$project" "$shellrun" "$work/home"
-export HOME="$work/home" AUTOMATON_HOME="$work/home/.automaton"
-unset AUTOMATON_AGENT ANTHROPIC_MODEL OPENAI_MODEL GEMINI_MODEL AIDER_MODEL NO_COLOR || true
+mkdir -p "$shellrun"
 
 agent="$work/agent.sh"
 cat > "$agent" <<'EOF'

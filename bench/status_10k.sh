@@ -12,17 +12,9 @@ set -euo pipefail
 
 tasks="${1:-10000}"
 runs="${2:-7}"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
-cargo build --release --quiet
-bin="$root/target/release/automaton"
-
-work="$(mktemp -d)"
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-project="$work/project"
-mkdir -p "$project/tasks" "$work/home"
-export HOME="$work/home" AUTOMATON_HOME="$work/home/.automaton"
-unset AUTOMATON_AGENT ANTHROPIC_MODEL OPENAI_MODEL GEMINI_MODEL AIDER_MODEL || true
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$project/tasks"
 
 lifecycle=(SPEC.md DESIGN.md TEST_PLAN.md IMPLEMENTATION.md BUG_REPORT.md
     ADVERSARIAL_BUG_REPORT.md DOC_REVIEW.md)

@@ -12,17 +12,9 @@ set -euo pipefail
 subtasks="${1:-32}"
 jobs="${2:-8}"
 sleep_s="${3:-0.2}"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
-cargo build --release --quiet
-bin="$root/target/release/automaton"
-
-work="$(mktemp -d)"
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-project="$work/project"
-mkdir -p "$project/tasks/parent" "$work/home"
-export HOME="$work/home" AUTOMATON_HOME="$work/home/.automaton"
-unset AUTOMATON_AGENT ANTHROPIC_MODEL OPENAI_MODEL GEMINI_MODEL AIDER_MODEL NO_COLOR || true
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+mkdir -p "$project/tasks/parent"
 
 log="$work/agent.log"
 agent="$work/agent.sh"
