@@ -5,19 +5,10 @@
 set -euo pipefail
 
 runs="${1:-200}"
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
-cargo build --release --quiet
-bin="$root/target/release/automaton"
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-project="$work/project"
-mkdir -p "$project" "$work/home"
-# A fake home so the real ~/.claude etc. are not read; no detection script, so the uncached
-# call runs the built-in probe (NVML load attempt + sysinfo), the path most machines take.
-export HOME="$work/home" AUTOMATON_HOME="$work/home/.automaton"
-unset ANTHROPIC_MODEL OPENAI_MODEL GEMINI_MODEL AIDER_MODEL || true
+# A private home (bench/lib.sh) so the real ~/.claude etc. are not read; no detection script, so
+# the uncached call runs the built-in probe (NVML load attempt + sysinfo), as most machines do.
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 "$bin" --project "$project" detect-vram --refresh >/dev/null 2>&1
 cache="$project/.automaton/.vram_cache.json"

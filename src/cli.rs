@@ -153,7 +153,7 @@ pub struct OrchestrateArgs {
     /// Stop an agent whose output has not grown for this long [default: 10m]
     #[arg(long, value_name = "DURATION")]
     pub stall_timeout: Option<String>,
-    /// Sub-tasks run in parallel at most [default: 4]
+    /// Agents running at once, across all sub-tasks and levels [default: 4]
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
     /// Emit one JSON event per line on stdout (for CI)

@@ -260,6 +260,46 @@ const LEGEND: &str = "legend: green complete, red human_intervention, yellow pla
      (decomposition/design/test_design), blue building (implement..referee), grey new, \
      dashed red blocked, dashed grey not created; an arrow points from a dependency to its dependent";
 
+type NodeFn<'a> = &'a dyn Fn(&mut String, usize, &str);
+type OpenFn<'a> = &'a dyn Fn(&mut String, &Cluster, &str, &str);
+
+/// The layout both formats share: loose nodes, then each parent's box with its nodes and the
+/// boxes nested in it. `open` writes a box's header (given its indent and the inner indent),
+/// `close` its footer.
+fn write_tree(
+    out: &mut String,
+    g: &Graph,
+    node: NodeFn,
+    open: OpenFn,
+    close: &dyn Fn(&mut String, &str),
+) {
+    fn cluster(
+        out: &mut String,
+        c: &Cluster,
+        depth: usize,
+        node: NodeFn,
+        open: OpenFn,
+        close: &dyn Fn(&mut String, &str),
+    ) {
+        let indent = "  ".repeat(depth + 1);
+        let inner = "  ".repeat(depth + 2);
+        open(out, c, &indent, &inner);
+        for &i in &c.nodes {
+            node(out, i, &inner);
+        }
+        for sub in &c.clusters {
+            cluster(out, sub, depth + 1, node, open, close);
+        }
+        close(out, &indent);
+    }
+    for &i in &g.loose {
+        node(out, i, "  ");
+    }
+    for c in &g.clusters {
+        cluster(out, c, 0, node, open, close);
+    }
+}
+
 fn render_mermaid(g: &Graph) -> String {
     let mut out = String::from("flowchart TD\n");
     let _ = writeln!(out, "  %% automaton task graph; {LEGEND}");
@@ -282,34 +322,13 @@ fn render_mermaid(g: &Graph) -> String {
             n.style.class()
         );
     };
-    fn cluster(
-        out: &mut String,
-        c: &Cluster,
-        depth: usize,
-        node: &dyn Fn(&mut String, usize, &str),
-    ) {
-        let indent = "  ".repeat(depth + 1);
-        let _ = writeln!(
-            out,
-            "{indent}subgraph {} [\"{}\"]",
-            c.id,
-            mermaid_label(std::slice::from_ref(&c.title))
-        );
-        let inner = "  ".repeat(depth + 2);
-        for &i in &c.nodes {
-            node(out, i, &inner);
-        }
-        for sub in &c.clusters {
-            cluster(out, sub, depth + 1, node);
-        }
+    let open = |out: &mut String, c: &Cluster, indent: &str, _inner: &str| {
+        let title = mermaid_label(std::slice::from_ref(&c.title));
+        let _ = writeln!(out, "{indent}subgraph {} [\"{title}\"]", c.id);
+    };
+    write_tree(&mut out, g, &node, &open, &|out, indent| {
         let _ = writeln!(out, "{indent}end");
-    }
-    for &i in &g.loose {
-        node(&mut out, i, "  ");
-    }
-    for c in &g.clusters {
-        cluster(&mut out, c, 0, &node);
-    }
+    });
     for (from, to) in &g.edges {
         let _ = writeln!(out, "  {} --> {}", g.nodes[*from].id, g.nodes[*to].id);
     }
@@ -337,34 +356,17 @@ fn render_dot(g: &Graph) -> String {
             n.style.class()
         );
     };
-    fn cluster(
-        out: &mut String,
-        c: &Cluster,
-        depth: usize,
-        node: &dyn Fn(&mut String, usize, &str),
-    ) {
-        let indent = "  ".repeat(depth + 1);
+    let open = |out: &mut String, c: &Cluster, indent: &str, inner: &str| {
         let _ = writeln!(out, "{indent}subgraph {} {{", c.id);
-        let inner = "  ".repeat(depth + 2);
         let _ = writeln!(
             out,
             "{inner}label=\"{}\";\n{inner}style=\"rounded\";\n{inner}color=\"#9e9e9e\";",
             dot_string(&c.title)
         );
-        for &i in &c.nodes {
-            node(out, i, &inner);
-        }
-        for sub in &c.clusters {
-            cluster(out, sub, depth + 1, node);
-        }
+    };
+    write_tree(&mut out, g, &node, &open, &|out, indent| {
         let _ = writeln!(out, "{indent}}}");
-    }
-    for &i in &g.loose {
-        node(&mut out, i, "  ");
-    }
-    for c in &g.clusters {
-        cluster(&mut out, c, 0, &node);
-    }
+    });
     for (from, to) in &g.edges {
         let _ = writeln!(out, "  {} -> {};", g.nodes[*from].id, g.nodes[*to].id);
     }

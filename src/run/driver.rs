@@ -88,6 +88,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
         clear_stops(run, rel)?;
     }
     let mut iterations: u64 = 0;
+    let mut fresh: Option<TaskTree> = None;
     let mut warned = false;
     loop {
         if run.cancel.load(std::sync::atomic::Ordering::SeqCst) {
@@ -100,7 +101,10 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             );
             return stop_task(run, rel, &dir, StopKind::TotalTimeCap, reason);
         }
-        let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+        // The folder as the last phase's validation read it, else read now.
+        let tree = fresh
+            .take()
+            .unwrap_or_else(|| TaskTree::load_task(&run.settings.project, rel, &run.config));
         if !warned {
             for w in &tree.warnings {
                 run.progress.line(&format!("warning: {w}"));
@@ -189,21 +193,23 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                     return stop_task(run, rel, &dir, StopKind::IterationCap, reason);
                 }
                 iterations += 1;
-                if let Some(stop) = one_phase(run, rel, &dir, phase)? {
-                    return Ok(stop);
+                match one_phase(run, rel, &dir, phase)? {
+                    Ok(tree) => fresh = Some(tree),
+                    Err(stop) => return Ok(stop),
                 }
             }
         }
     }
 }
 
-/// Run one phase and validate what it left. `Some` when the task must stop.
+/// Run one phase and validate what it left: `Ok(tree)` (the folder as read after the phase)
+/// to go on, `Err(outcome)` when the task must stop.
 fn one_phase(
     run: &Run<'_>,
     rel: &str,
     dir: &Path,
     phase: Phase,
-) -> anyhow::Result<Option<Outcome>> {
+) -> anyhow::Result<Result<TaskTree, Outcome>> {
     let pr = run_phase(run, phase, rel, dir)?;
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
@@ -233,7 +239,7 @@ fn one_phase(
     );
     if let Some(kind) = StopKind::from_end(&o.end) {
         let reason = format!("{end} during {}; see {log_rel}", phase.word());
-        return stop_task(run, rel, dir, kind, reason).map(Some);
+        return stop_task(run, rel, dir, kind, reason).map(Err);
     }
     // The agent's own failure signal (an error result, turn.failed) stops the phase even when
     // it exited 0.
@@ -243,14 +249,14 @@ fn one_phase(
             .as_deref()
             .unwrap_or("the agent reported a failure");
         let reason = format!("{why} ({end}) during {}; see {log_rel}", phase.word());
-        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Some);
+        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Err);
     }
     if let super::agent::AgentEnd::Exited(status) = &o.end
         && !status.success()
         && !o.stopped_after_contract
     {
         let reason = format!("{end} during {}; see {log_rel}", phase.word());
-        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Some);
+        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Err);
     }
     if rep.ok.is_none()
         && let Some(why) = &rep.error
@@ -289,7 +295,7 @@ fn one_phase(
             StopKind::BadArtifact,
             format!("{why} ({} phase); see {log_rel}", phase.word()),
         )
-        .map(Some);
+        .map(Err);
     }
     let malformed = match artifact {
         Artifact::Verdict => node
@@ -305,7 +311,7 @@ fn one_phase(
     };
     if let Some(why) = malformed {
         let reason = format!("{} is malformed: {why}", artifact.file_name());
-        return stop_task(run, rel, dir, StopKind::BadArtifact, reason).map(Some);
+        return stop_task(run, rel, dir, StopKind::BadArtifact, reason).map(Err);
     }
     run.progress.event(
         "artifact_validated",
@@ -326,10 +332,9 @@ fn one_phase(
         && let Some(cmd) = run.verify_command
         && let Some((kind, reason)) = run_verify(run, cmd, rel, dir)?
     {
-        return stop_task(run, rel, dir, kind, reason).map(Some);
+        return stop_task(run, rel, dir, kind, reason).map(Err);
     }
-    write_state(dir, node.state())?;
-    Ok(None)
+    Ok(Ok(tree))
 }
 
 /// ", 1,234 tokens, $0.0123" for a phase whose agent reported usage; empty otherwise.

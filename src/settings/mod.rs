@@ -256,7 +256,7 @@ pub static KEYS: &[KeySpec] = &[
         "4",
         Kind::Count,
         None,
-        "sub-tasks run in parallel at most"
+        "agents running at once, across all sub-tasks and levels"
     ),
     key!(
         "vram.auto_detect",
