@@ -1,92 +1,42 @@
 //! automaton: drive AI coding agents through a task lifecycle kept in plain files.
 //!
-//! Data flows one way: `task` reads folders into snapshots, `state` (pure) decides, `report`
-//! renders, and `run` acts (spawns agents, writes `.state`). `main.rs` only calls [`main`].
+//! The layers, lowest first. A module imports only from its own layer or those below it
+//! (`layers::imports_only_go_down` checks every `crate::` path in `src/`):
+//!
+//! 0. leaves, no I/O of their own beyond `fsx`: `exit` (codes), `fsx` (atomic writes),
+//!    `state` (the pure core: artifacts → states), `names` (task names), `agent_kind`;
+//! 1. `store`: the on-disk formats (journal, `.state`/`.stop`/`.origin`, lock, VRAM cache);
+//!    `process`: the one supervisor of every child process;
+//! 2. `settings`: layered configuration;
+//! 3. `artifact`: the parsers of VERDICT.md and DECOMPOSITION.md;
+//! 4. `task`: discovery and snapshots of task folders;
+//! 5. `detect`: the VRAM / model-context budget;
+//! 6. `report`: text and JSON renderings;
+//! 7. `run`: the loop driver, waves and the agent runner;
+//! 8. `commands`: one handler per subcommand, and `cli`, the clap definitions it alone reads;
+//!    [`Ctx`] lives there too. `main.rs` only calls [`main`].
 
+pub mod agent_kind;
 pub mod artifact;
 pub mod cli;
-pub mod config_cmd;
+pub mod commands;
 pub mod detect;
 pub mod exit;
 pub mod fsx;
+pub mod names;
 pub mod report;
 pub mod run;
 pub mod settings;
 pub mod state;
+pub mod store;
 pub mod task;
 
-use clap::Parser;
-use std::path::PathBuf;
-use std::process::ExitCode;
-
-/// What every command gets: the project root (absolute) and output choices.
-#[derive(Debug, Clone)]
-pub struct Ctx {
-    pub project: PathBuf,
-    pub color: cli::ColorWhen,
-}
-
-impl Ctx {
-    /// Whether to colour a stream: `--color`, then NO_COLOR, then whether it is a terminal.
-    pub fn colors(&self, is_terminal: bool) -> bool {
-        match self.color {
-            cli::ColorWhen::Always => true,
-            cli::ColorWhen::Never => false,
-            cli::ColorWhen::Auto => {
-                is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-            }
-        }
-    }
-}
+pub use commands::Ctx;
 
 /// Parse the command line, run the command, and turn the outcome into an exit code.
-pub fn main() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            });
-        }
-    };
-    let code = match run(&cli) {
-        Ok(code) => code,
-        Err(e) => {
-            let code = e
-                .downcast_ref::<exit::Failure>()
-                .map_or(exit::ERROR, |f| f.code);
-            eprintln!("error: {e:#}");
-            code
-        }
-    };
-    ExitCode::from(code)
+pub fn main() -> std::process::ExitCode {
+    commands::main()
 }
 
-fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
-    let project = std::path::absolute(&cli.project)?;
-    if !project.is_dir() {
-        anyhow::bail!("project folder {} does not exist", project.display());
-    }
-    let ctx = Ctx {
-        project,
-        color: cli.color,
-    };
-    match &cli.command {
-        cli::Command::Status(args) => report::status_command(&ctx, args),
-        cli::Command::Continue(args) if args.description.is_some() => Err(exit::Failure::new(
-            exit::USAGE,
-            "`continue` takes no description; to start a task: automaton orchestrate \"describe it\"",
-        )
-        .into()),
-        cli::Command::Orchestrate(args) | cli::Command::Continue(args) => {
-            run::orchestrate_command(&ctx, args)
-        }
-        cli::Command::Task(cli::TaskCommand::Create(args)) => task::create_command(&ctx, args),
-        cli::Command::Config(args) => config_cmd::config_command(&ctx, args),
-        cli::Command::DetectVram(args) => detect::detect_command(&ctx, args),
-        cli::Command::Graph(args) => report::graph_command(&ctx, args),
-    }
-}
+#[cfg(test)]
+mod layers;

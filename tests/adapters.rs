@@ -2,8 +2,8 @@
 //! over truncated and malformed streams: a clear error, never a panic.
 
 use automaton::run::adapter::{
-    Adapter, Aider, Claude, Codex, CommandAdapter, PhaseReport, adapter_for, parse_aider,
-    parse_claude, parse_codex, parse_log,
+    Adapter, AgentKind, Aider, Claude, Codex, CommandAdapter, PhaseReport, adapter_for,
+    parse_aider, parse_claude, parse_codex, parse_log,
 };
 
 fn fixture(name: &str) -> String {
@@ -213,13 +213,16 @@ fn garbage_never_panics() {
 fn parse_log_reads_the_file_or_says_why_not() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("research-1.log");
-    let r = parse_log(adapter_for("claude"), &log);
+    let r = parse_log(adapter_for(AgentKind::Claude), &log);
     assert!(r.error.unwrap().starts_with("cannot read"));
     assert_eq!(
-        parse_log(adapter_for("command"), &log),
+        parse_log(adapter_for(AgentKind::Command), &log),
         PhaseReport::default()
     );
     std::fs::write(&log, fixture("codex-success.jsonl")).unwrap();
-    assert_eq!(parse_log(adapter_for("codex"), &log).ok, Some(true));
-    assert_eq!(adapter_for("nonsense").name(), "command");
+    assert_eq!(
+        parse_log(adapter_for(AgentKind::Codex), &log).ok,
+        Some(true)
+    );
+    assert_eq!(AgentKind::parse("nonsense"), None);
 }

@@ -1,7 +1,7 @@
 //! The project lock: one holder at a time, a readable refusal, and takeover of a dead holder's
 //! lock.
 
-use automaton::run::lock::{LockError, acquire};
+use automaton::store::lock::{LockError, acquire};
 use std::fs;
 use std::process::{Command, Stdio};
 use std::thread;

@@ -10,8 +10,8 @@
 //! kebab-case. Errors name the line and cell; unknown dependencies, duplicates, cycles (named:
 //! `a -> b -> a`) and waves that contradict the dependencies are refused.
 
+use crate::names::is_kebab;
 use crate::state::PlannedSubtask;
-use crate::task::name::is_kebab;
 
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,7 +176,7 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
                 i,
                 format!(
                     "cell `Sub-task`: `{name}` is not a kebab-case name (try `{}`)",
-                    crate::task::name::kebab(&name)
+                    crate::names::kebab(&name)
                 ),
             );
         }

@@ -12,104 +12,19 @@
 //! The result is cached in `.automaton/.vram_cache.json` ([`invalidate_cache`] drops it).
 
 pub mod budget;
-pub mod cache;
 pub mod model;
 pub mod probe;
 pub mod script;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize, Serializer};
-
-use crate::Ctx;
-use crate::cli::{DetectVramArgs, VramFormat};
 use crate::settings::Settings;
+use crate::store::vram_cache as cache;
+pub use crate::store::vram_cache::{GpuReport, Source, VramReport};
 use budget::BudgetInput;
 use model::{ModelEnv, ModelInfo};
-pub use probe::{GpuReport, Probe};
-
-/// Which step of the chain gave the budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// `scripts/vram_detect.sh` answered.
-    Script,
-    /// NVML found at least one GPU; the VRAM-only rule sized the budget.
-    Nvml,
-    /// A known hosted model: its window sized the budget (local VRAM does not limit it).
-    Model,
-    /// config.md's manual values (`Auto-detect: No`, or nothing was detected).
-    Config,
-    /// Nothing answered: the seed's defaults.
-    Default,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Script => "script",
-            Source::Nvml => "nvml",
-            Source::Model => "model",
-            Source::Config => "config",
-            Source::Default => "default",
-        }
-    }
-}
-
-/// The detection result. Its JSON always has every key of the seed's example.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VramReport {
-    /// Total VRAM of all GPUs in GiB; `null` when no GPU was found.
-    #[serde(serialize_with = "gb_number")]
-    pub gpu_vram_gb: Option<f64>,
-    /// Host RAM in GiB (limited to the cgroup); `null` when it could not be read.
-    #[serde(serialize_with = "gb_number")]
-    pub ram_gb: Option<f64>,
-    /// The model's context window, in tokens (the seed's `_kb` keys hold tokens).
-    pub model_context_kb: u64,
-    pub framework_overhead_tokens: u64,
-    /// Target context per sub-task, in tokens.
-    pub recommended_kb: u64,
-    /// `recommended_kb / 1000`.
-    pub recommended_k: u64,
-    /// Share of the target kept free (0.25 = 25%).
-    pub headroom: f64,
-    /// `floor(recommended_kb x (1 - headroom))`: the most one sub-task may plan for.
-    pub max_peak_context_kb: u64,
-    pub source: Source,
-    /// config.md's `Auto-detect` (Yes when there is no section).
-    pub auto_detect: bool,
-    /// The model name as found, if any.
-    pub model: Option<String>,
-    /// Where the model name came from.
-    pub model_source: String,
-    /// Where the context window came from (`model table`, a config line, `script`, `default`).
-    pub model_context_source: String,
-    /// Whether the model is served by a provider rather than run locally.
-    pub model_hosted: bool,
-    /// Every GPU found.
-    pub gpus: Vec<GpuReport>,
-    /// Why no GPU was found, when none was (or the probe did not run).
-    pub gpu_reason: Option<String>,
-    pub format_version: u32,
-    /// Whether this report came from the cache.
-    #[serde(default)]
-    pub cached: bool,
-    /// What went wrong on the way (one line each, never a secret).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-}
-
-/// Whole numbers print as integers (`8`, like the seed), others as decimals.
-fn gb_number<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-    match v {
-        Some(x) if x.fract() == 0.0 && *x >= 0.0 && *x < 1e15 => s.serialize_u64(*x as u64),
-        Some(x) => s.serialize_f64(*x),
-        None => s.serialize_none(),
-    }
-}
+pub use probe::Probe;
 
 /// Everything detection reads from outside the settings, injectable for tests.
 pub struct DetectEnv<'a> {
@@ -201,7 +116,7 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
         raw("model.name"),
         raw("model.context_window"),
         raw("agent.model"),
-        crate::run::journal::read_agent_model(&settings.project)
+        crate::store::journal::read_agent_model(&settings.project)
             .map(|m| format!("{}@{:?}", m.model, m.context_window))
             .unwrap_or_default(),
         script,
@@ -515,67 +430,11 @@ pub fn render_human(report: &VramReport) -> String {
     )
 }
 
-/// `automaton detect-vram`: JSON (or the human block) on stdout, warnings on stderr, exit 0
-/// even with no GPU. A bad config.md is an error (exit 1) naming file and line.
-pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> anyhow::Result<u8> {
-    let settings = Settings::load(&ctx.project)?;
-    for w in &settings.warnings {
-        eprintln!("warning: {w}");
-    }
-    let report = detect(&settings, args.refresh);
-    if !report.cached {
-        for w in &report.warnings {
-            eprintln!("warning: {w}");
-        }
-    }
-    let text = if args.human || args.format == VramFormat::Text {
-        render_human(&report)
-    } else {
-        let mut s = serde_json::to_string_pretty(&report)?;
-        s.push('\n');
-        s
-    };
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(crate::exit::OK),
-    }
-}
-
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::store::vram_cache::tests::sample_report;
     use probe::{FakeProbe, Gpu};
-
-    /// The seed's example as a report.
-    pub(crate) fn sample_report() -> VramReport {
-        VramReport {
-            gpu_vram_gb: Some(8.0),
-            ram_gb: Some(16.0),
-            model_context_kb: 128_000,
-            framework_overhead_tokens: 4000,
-            recommended_kb: 16_000,
-            recommended_k: 16,
-            headroom: 0.25,
-            max_peak_context_kb: 12_000,
-            source: Source::Nvml,
-            auto_detect: true,
-            model: None,
-            model_source: "none found".into(),
-            model_context_source: "default".into(),
-            model_hosted: false,
-            gpus: vec![GpuReport {
-                index: 0,
-                name: "Fake".into(),
-                total_gb: 8.0,
-                free_gb: 7.5,
-            }],
-            gpu_reason: None,
-            format_version: cache::FORMAT_VERSION,
-            cached: false,
-            warnings: vec![],
-        }
-    }
 
     fn gib_gpu(index: u32, gib: u64) -> Gpu {
         Gpu {

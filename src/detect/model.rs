@@ -234,7 +234,7 @@ pub fn detect_model(settings: &Settings, env: &ModelEnv<'_>) -> ModelInfo {
             name.to_string(),
             settings.get("agent.model").origin.to_string(),
         ));
-    } else if let Some(m) = crate::run::journal::read_agent_model(&settings.project) {
+    } else if let Some(m) = crate::store::journal::read_agent_model(&settings.project) {
         // The model a claude/codex/aider agent reported in its last phase run (the journal's
         // `model`, kept in .automaton/.agent_model.json), with the window it reported.
         let src = format!("reported by {} ({})", m.agent, m.journal);

@@ -3,8 +3,6 @@
 //! [`Probe`] abstracts both so that the combination logic ([`combine`]) is tested with fake
 //! devices and no driver.
 
-use serde::{Deserialize, Serialize};
-
 pub const GIB: f64 = (1u64 << 30) as f64;
 
 /// One GPU as the probe saw it, in bytes.
@@ -16,14 +14,7 @@ pub struct Gpu {
     pub free_bytes: u64,
 }
 
-/// One GPU in the report, in GiB (two decimals).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GpuReport {
-    pub index: u32,
-    pub name: String,
-    pub total_gb: f64,
-    pub free_gb: f64,
-}
+pub use crate::store::vram_cache::GpuReport;
 
 /// Host memory, in bytes, already limited to the cgroup where there is one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

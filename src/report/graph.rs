@@ -21,10 +21,7 @@
 //! Node ids are `t<index>_<path>` with every character outside `[A-Za-z0-9_]` replaced by `_`:
 //! valid in both formats and unique (the index), whatever the folder names hold.
 
-use super::{TaskView, command_prefix, phase_config, print_warnings, task_view};
-use crate::Ctx;
-use crate::cli::{GraphArgs, GraphFormat};
-use crate::settings::Settings;
+use super::{TaskView, task_view};
 use crate::state::State;
 use crate::task::TaskTree;
 use std::fmt::Write as _;
@@ -374,6 +371,13 @@ fn render_dot(g: &Graph) -> String {
     out
 }
 
+/// The two picture languages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
 /// Render the graph of a task tree.
 pub fn render_graph(tree: &TaskTree, prefix: &str, format: GraphFormat) -> String {
     let g = build(tree, prefix);
@@ -381,16 +385,6 @@ pub fn render_graph(tree: &TaskTree, prefix: &str, format: GraphFormat) -> Strin
         GraphFormat::Mermaid => render_mermaid(&g),
         GraphFormat::Dot => render_dot(&g),
     }
-}
-
-/// `automaton graph`.
-pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> anyhow::Result<u8> {
-    let settings = Settings::load(&ctx.project)?;
-    print_warnings(&settings.warnings);
-    let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
-    print_warnings(&tree.warnings);
-    print!("{}", render_graph(&tree, &command_prefix(ctx), args.format));
-    Ok(crate::exit::OK)
 }
 
 #[cfg(test)]

@@ -4,17 +4,13 @@
 
 pub mod graph;
 
-use crate::Ctx;
-use crate::cli::StatusArgs;
-use crate::run::journal::{self, Usage};
 use crate::settings::Settings;
 use crate::state::{Artifact, Counts, PhaseConfig, State};
+use crate::store::journal::{self, Usage};
 use crate::task::TaskTree;
 use crate::task::fix::{FixTask, planned_fix_tasks};
 use serde::Serialize;
 use std::fmt::Write as _;
-
-pub use graph::graph_command;
 
 /// The version of the `status --json` document.
 pub const STATUS_FORMAT_VERSION: u32 = 1;
@@ -90,20 +86,8 @@ pub struct Blocked {
     pub by: String,
 }
 
-/// How to spell `automaton` commands for this project (with `--project` when it is not `.`).
-pub fn command_prefix(ctx: &Ctx) -> String {
-    let cwd = std::env::current_dir().ok();
-    if cwd.as_deref() == Some(ctx.project.as_path()) {
-        "automaton".into()
-    } else {
-        format!(
-            "automaton --project {}",
-            shell_quote(&ctx.project.display().to_string())
-        )
-    }
-}
-
-fn shell_quote(s: &str) -> String {
+/// Quote a word for a POSIX shell when it needs it.
+pub fn shell_quote(s: &str) -> String {
     if s.chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
     {
@@ -409,34 +393,4 @@ pub fn render_report(
         render_fix_tasks(&v, fixes_created, prefix, &mut out);
     }
     out
-}
-
-/// `automaton status`.
-pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
-    let settings = Settings::load(&ctx.project)?;
-    print_warnings(&settings.warnings);
-    let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
-    print_warnings(&tree.warnings);
-    let prefix = command_prefix(ctx);
-    if args.json {
-        let warnings: Vec<String> = settings
-            .warnings
-            .iter()
-            .chain(&tree.warnings)
-            .cloned()
-            .collect();
-        let tasks: Vec<TaskView> = (0..tree.nodes.len())
-            .map(|i| task_view(&tree, i, &prefix))
-            .collect();
-        let doc = StatusDoc {
-            version: STATUS_FORMAT_VERSION,
-            project: ctx.project.display().to_string(),
-            tasks,
-            warnings: &warnings,
-        };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        print!("{}", render_report(&tree, &prefix, false, false));
-    }
-    Ok(crate::exit::OK)
 }

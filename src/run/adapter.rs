@@ -18,6 +18,7 @@
 //! `ok: None` and an `error` saying what was missing; the phase is then judged by its exit code
 //! and artifact as with the `command` adapter.
 
+pub use crate::agent_kind::AgentKind;
 use serde_json::Value;
 use std::path::Path;
 
@@ -74,16 +75,13 @@ pub trait Adapter: Send + Sync {
     }
 }
 
-/// The agent kinds, as `- **Agent**` spells them.
-pub const KINDS: [&str; 4] = ["command", "claude", "codex", "aider"];
-
-/// The adapter of a kind (`command` for anything unknown; settings only let known kinds in).
-pub fn adapter_for(kind: &str) -> &'static dyn Adapter {
+/// The adapter of a kind.
+pub fn adapter_for(kind: AgentKind) -> &'static dyn Adapter {
     match kind {
-        "claude" => &Claude,
-        "codex" => &Codex,
-        "aider" => &Aider,
-        _ => &CommandAdapter,
+        AgentKind::Claude => &Claude,
+        AgentKind::Codex => &Codex,
+        AgentKind::Aider => &Aider,
+        AgentKind::Command => &CommandAdapter,
     }
 }
 

@@ -7,8 +7,9 @@ use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::Plan;
 use crate::fsx::write_atomic;
 use crate::state::{Artifact, Cause, Phase, State};
-use crate::task::snapshot::{STOP_FILE, content_hash};
-use crate::task::{TaskTree, write_state};
+use crate::store::task_files::{clear_stop, write_state, write_stop};
+use crate::task::TaskTree;
+use crate::task::snapshot::content_hash;
 use serde_json::json;
 use std::path::Path;
 use std::sync::mpsc;
@@ -30,8 +31,7 @@ fn stop_task(
     reason: String,
 ) -> anyhow::Result<Outcome> {
     if kind.is_task_stop() {
-        write_atomic(&dir.join(STOP_FILE), format!("{reason}\n").as_bytes())?;
-        write_state(dir, State::HumanIntervention)?;
+        write_stop(dir, &reason)?;
     }
     run.progress.event(
         "task_stopped",
@@ -67,7 +67,7 @@ fn verdict_hash(dir: &Path) -> Option<String> {
 fn clear_stops(run: &Run<'_>, rel: &str) -> anyhow::Result<()> {
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     for node in tree.nodes.iter().filter(|n| n.snap.stop.is_some()) {
-        std::fs::remove_file(node.dir.join(STOP_FILE))?;
+        clear_stop(&node.dir)?;
         run.progress
             .event("stop_cleared", json!({"task": node.rel}), || {
                 format!(
@@ -140,14 +140,13 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                         "the PASS verdict is not verified yet (the verify command did not finish); \
                          `orchestrate --task {rel}` verifies it again"
                     );
-                    write_atomic(&dir.join(STOP_FILE), format!("{pending}\n").as_bytes())?;
-                    write_state(&dir, State::HumanIntervention)?;
+                    write_stop(&dir, &pending)?;
                     if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir)? {
                         let reason = format!("the referee said PASS, but {reason}");
                         return stop_task(run, rel, &dir, kind, reason);
                     }
                     write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
-                    std::fs::remove_file(dir.join(STOP_FILE))?;
+                    clear_stop(&dir)?;
                     write_state(&dir, State::Complete)?;
                 }
                 run.progress
@@ -422,8 +421,7 @@ fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Opt
                         .project
                         .join(format!("{parent_rel}/subtasks/{name}"));
                     let reason = format!("error: {e:#}");
-                    let _ = write_atomic(&dir.join(STOP_FILE), format!("{reason}\n").as_bytes());
-                    let _ = write_state(&dir, State::HumanIntervention);
+                    let _ = write_stop(&dir, &reason);
                     run.progress
                         .line(&format!("✘ {parent_rel}/subtasks/{name}: {reason}"));
                 }

@@ -3,10 +3,10 @@
 
 use super::adapter::{PhaseReport, parse_log};
 use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent};
-use super::journal;
 use super::{Run, StopKind};
 use crate::settings::Settings;
 use crate::state::{Artifact, Phase};
+use crate::store::journal;
 use crate::task::TASK_FILE;
 use serde_json::json;
 use std::fs;
@@ -191,7 +191,7 @@ pub fn run_phase(
     let report = parse_log(run.adapter, &log);
     journal::append(
         task_dir,
-        &journal::line(phase.word(), attempt, &outcome, run.adapter.name(), &report),
+        &super::record::journal_entry(phase.word(), attempt, &outcome, run.adapter.name(), &report),
     );
     if let Some(model) = &report.model {
         journal::record_model(

@@ -134,7 +134,7 @@ pub static KEYS: &[KeySpec] = &[
         "Agent",
         "Agent",
         "command",
-        Kind::Choice(&crate::run::adapter::KINDS),
+        Kind::Choice(&crate::agent_kind::AgentKind::WORDS),
         None,
         "adapter: command (exit code only) or claude, codex, aider (default command line, failure signal, usage)"
     ),

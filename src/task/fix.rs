@@ -2,9 +2,9 @@
 //! verdict. `status` lists them; `orchestrate --manual` creates them (idempotently); autopilot
 //! never does.
 
-use super::name::kebab;
 use super::tree::TaskTree;
 use super::{NewTask, create_task};
+use crate::names::kebab;
 use crate::state::{State, Verdict};
 use std::path::Path;
 

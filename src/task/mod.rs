@@ -1,15 +1,12 @@
 //! Task folders: names, discovery, snapshots, and creating new ones.
 
 pub mod fix;
-pub mod name;
 pub mod snapshot;
 pub mod tree;
 
-use crate::Ctx;
-use crate::cli::TaskCreateArgs;
 use crate::fsx::write_atomic;
 use crate::state::State;
-use snapshot::{ORIGIN_FILE, OriginFile, STATE_FILE};
+use crate::store::task_files::{OriginFile, write_origin, write_state};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -21,7 +18,7 @@ pub const TASK_FILE: &str = "TASK.md";
 /// What to put in a new task folder.
 #[derive(Debug, Clone)]
 pub struct NewTask<'a> {
-    /// Checked path relative to the project (see [`name::task_path`]).
+    /// Checked path relative to the project (see [`crate::names::task_path`]).
     pub rel: &'a str,
     pub start: State,
     pub description: Option<&'a str>,
@@ -65,44 +62,8 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> anyhow::Result<PathBuf
         )?;
     }
     if task.start != State::New || origin.from.is_some() {
-        write_atomic(
-            &dir.join(ORIGIN_FILE),
-            serde_json::to_string_pretty(&origin)?.as_bytes(),
-        )?;
+        write_origin(&dir, &origin)?;
     }
     write_state(&dir, task.start)?;
     Ok(dir)
-}
-
-/// Write `.state` atomically.
-pub fn write_state(dir: &Path, state: State) -> std::io::Result<()> {
-    write_atomic(
-        &dir.join(STATE_FILE),
-        format!("{}\n", state.word()).as_bytes(),
-    )
-}
-
-/// `automaton task create`.
-pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> anyhow::Result<u8> {
-    let rel = name::task_path(&args.path).map_err(anyhow::Error::msg)?;
-    let start = State::parse(&args.at).ok_or_else(|| {
-        anyhow::anyhow!(
-            "unknown state `{}`; one of: {}",
-            args.at,
-            State::ALL.map(State::word).join(", ")
-        )
-    })?;
-    create_task(
-        &ctx.project,
-        &NewTask {
-            rel: &rel,
-            start,
-            description: None,
-            copy_from: None,
-        },
-    )?;
-    // Seed 000: a new task invalidates the VRAM detection cache.
-    let _ = crate::detect::invalidate_cache(&ctx.project);
-    println!("created {rel} ({})", start.word());
-    Ok(crate::exit::OK)
 }

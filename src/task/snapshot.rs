@@ -1,18 +1,11 @@
 //! Reading one task folder into a [`Snapshot`]: which artifacts hold content, what VERDICT.md
 //! and DECOMPOSITION.md say, and the control files automaton keeps beside them.
-//!
-//! Control files (all written atomically by automaton):
-//! - `.state`  — one `.state` word, rewritten after every transition (for `cat` in scripts);
-//! - `.origin` — JSON, for tasks created to start at a later phase: the start state and the
-//!   hashes of reports copied in from another task, which count only once rewritten;
-//! - `.stop`   — one line: why the orchestrator stopped the task (timeout, cap, agent failure).
-//!   The next `orchestrate` of that task removes it and tries again.
+//! The control files it reads are described in [`crate::store::task_files`].
 
 use crate::artifact::decomposition::{Plan, PlanError, parse_decomposition};
 use crate::artifact::verdict::{VerdictDoc, parse_verdict};
 use crate::state::{Artifact, ArtifactSet, State};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+pub use crate::store::task_files::{ORIGIN_FILE, OriginFile, STATE_FILE, STOP_FILE};
 use std::fs;
 use std::io::Read;
 use std::path::Path;
@@ -20,23 +13,7 @@ use std::path::Path;
 /// VERDICT.md and DECOMPOSITION.md are read up to this size; the rest is ignored with a warning.
 pub const MAX_PARSED_BYTES: usize = 1024 * 1024;
 
-pub const STATE_FILE: &str = ".state";
-pub const ORIGIN_FILE: &str = ".origin";
-pub const STOP_FILE: &str = ".stop";
 pub const SUBTASKS_DIR: &str = "subtasks";
-
-/// `.origin`: how a task was created.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OriginFile {
-    /// The `.state` word the task starts at.
-    pub start: String,
-    /// The task it was made from (fix/review/tiebreak tasks).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-    /// Artifact file name -> content hash of the copy; the copy counts once it changes.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub inherited: BTreeMap<String, String>,
-}
 
 /// What was read of one task folder.
 #[derive(Debug, Clone, Default)]

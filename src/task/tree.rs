@@ -51,7 +51,7 @@ impl TaskTree {
     /// Walk the whole project.
     pub fn load(project: &Path, config: &PhaseConfig) -> TaskTree {
         let mut w = Walker::new();
-        for root in super::name::ROOTS {
+        for root in crate::names::ROOTS {
             let dir = project.join(root);
             match fs::symlink_metadata(&dir) {
                 Ok(_) => {

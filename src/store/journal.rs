@@ -20,10 +20,8 @@
 //! The last model an agent reported is also kept in `.automaton/.agent_model.json`, where
 //! VRAM detection reads it when the settings name no model.
 
-use super::adapter::PhaseReport;
-use super::agent::{AgentEnd, AgentOutcome};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -36,46 +34,33 @@ pub fn path(task_dir: &Path) -> PathBuf {
     task_dir.join("logs/journal.jsonl")
 }
 
-/// The journal line of one phase run.
-pub fn line(
-    phase: &str,
-    attempt: u32,
-    outcome: &AgentOutcome,
-    agent: &str,
-    report: &PhaseReport,
-) -> Value {
-    let (end, code) = match &outcome.end {
-        AgentEnd::Exited(s) => ("exited", s.code),
-        AgentEnd::PhaseTimeout => ("phase_timeout", None),
-        AgentEnd::TotalTimeout => ("total_timeout", None),
-        AgentEnd::Stalled => ("stalled", None),
-        AgentEnd::Cancelled => ("cancelled", None),
-    };
-    json!({
-        "v": JOURNAL_VERSION,
-        "phase": phase,
-        "attempt": attempt,
-        "finished_at": super::progress::unix_seconds(),
-        "seconds": outcome.duration.as_secs_f64(),
-        "end": end,
-        "exit_code": code,
-        "contract_met": outcome.contract_met,
-        "agent": agent,
-        "ok": report.ok,
-        "error": report.error,
-        "session_id": report.session_id,
-        "model": report.model,
-        "input_tokens": report.input_tokens,
-        "output_tokens": report.output_tokens,
-        "tokens": report.tokens(),
-        "cost_usd": report.cost_usd,
-        "context_window": report.context_window,
-    })
+/// One journal line: one phase run (the table above).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub v: u32,
+    pub phase: String,
+    pub attempt: u32,
+    pub finished_at: f64,
+    pub seconds: f64,
+    /// `exited`, `phase_timeout`, `total_timeout`, `stalled`, `cancelled`.
+    pub end: String,
+    pub exit_code: Option<i32>,
+    pub contract_met: bool,
+    pub agent: String,
+    pub ok: Option<bool>,
+    pub error: Option<String>,
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub tokens: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub context_window: Option<u64>,
 }
 
 /// Append one line to the task's journal (best effort: a journal that cannot be written never
 /// stops a run).
-pub fn append(task_dir: &Path, line: &Value) {
+pub fn append(task_dir: &Path, entry: &Entry) {
     if let Ok(mut f) = fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -83,7 +68,9 @@ pub fn append(task_dir: &Path, line: &Value) {
     {
         // One write of the whole line, so a crash cannot leave half a line for the next one
         // to glue onto (a plain `writeln!` on a File writes token by token).
-        let mut text = line.to_string();
+        let Ok(mut text) = serde_json::to_string(entry) else {
+            return;
+        };
         text.push('\n');
         let _ = f.write_all(text.as_bytes());
     }

@@ -1,6 +1,6 @@
 //! `automaton config`: every effective setting and where it came from.
 
-use crate::Ctx;
+use super::Ctx;
 use crate::cli::ConfigArgs;
 use crate::settings::Settings;
 

@@ -9,9 +9,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
-use super::VramReport;
+use serde::{Deserialize, Serialize, Serializer};
 
 /// Where the cache lives, relative to the project.
 pub const CACHE_REL: &str = ".automaton/.vram_cache.json";
@@ -19,6 +17,96 @@ pub const CACHE_REL: &str = ".automaton/.vram_cache.json";
 pub const FORMAT_VERSION: u32 = 1;
 /// A cache larger than this is not a cache automaton wrote.
 const MAX_CACHE_BYTES: usize = 256 * 1024;
+
+/// Which step of the chain gave the budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// `scripts/vram_detect.sh` answered.
+    Script,
+    /// NVML found at least one GPU; the VRAM-only rule sized the budget.
+    Nvml,
+    /// A known hosted model: its window sized the budget (local VRAM does not limit it).
+    Model,
+    /// config.md's manual values (`Auto-detect: No`, or nothing was detected).
+    Config,
+    /// Nothing answered: the seed's defaults.
+    Default,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Script => "script",
+            Source::Nvml => "nvml",
+            Source::Model => "model",
+            Source::Config => "config",
+            Source::Default => "default",
+        }
+    }
+}
+
+/// The detection result. Its JSON always has every key of the seed's example.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VramReport {
+    /// Total VRAM of all GPUs in GiB; `null` when no GPU was found.
+    #[serde(serialize_with = "gb_number")]
+    pub gpu_vram_gb: Option<f64>,
+    /// Host RAM in GiB (limited to the cgroup); `null` when it could not be read.
+    #[serde(serialize_with = "gb_number")]
+    pub ram_gb: Option<f64>,
+    /// The model's context window, in tokens (the seed's `_kb` keys hold tokens).
+    pub model_context_kb: u64,
+    pub framework_overhead_tokens: u64,
+    /// Target context per sub-task, in tokens.
+    pub recommended_kb: u64,
+    /// `recommended_kb / 1000`.
+    pub recommended_k: u64,
+    /// Share of the target kept free (0.25 = 25%).
+    pub headroom: f64,
+    /// `floor(recommended_kb x (1 - headroom))`: the most one sub-task may plan for.
+    pub max_peak_context_kb: u64,
+    pub source: Source,
+    /// config.md's `Auto-detect` (Yes when there is no section).
+    pub auto_detect: bool,
+    /// The model name as found, if any.
+    pub model: Option<String>,
+    /// Where the model name came from.
+    pub model_source: String,
+    /// Where the context window came from (`model table`, a config line, `script`, `default`).
+    pub model_context_source: String,
+    /// Whether the model is served by a provider rather than run locally.
+    pub model_hosted: bool,
+    /// Every GPU found.
+    pub gpus: Vec<GpuReport>,
+    /// Why no GPU was found, when none was (or the probe did not run).
+    pub gpu_reason: Option<String>,
+    pub format_version: u32,
+    /// Whether this report came from the cache.
+    #[serde(default)]
+    pub cached: bool,
+    /// What went wrong on the way (one line each, never a secret).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// Whole numbers print as integers (`8`, like the seed), others as decimals.
+fn gb_number<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(x) if x.fract() == 0.0 && *x >= 0.0 && *x < 1e15 => s.serialize_u64(*x as u64),
+        Some(x) => s.serialize_f64(*x),
+        None => s.serialize_none(),
+    }
+}
+
+/// One GPU in the report, in GiB (two decimals).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuReport {
+    pub index: u32,
+    pub name: String,
+    pub total_gb: f64,
+    pub free_gb: f64,
+}
 
 #[derive(Serialize, Deserialize)]
 struct CacheFile {
@@ -117,9 +205,38 @@ pub fn invalidate(project: &Path) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::detect::tests::sample_report;
+
+    /// The seed's example as a report.
+    pub(crate) fn sample_report() -> VramReport {
+        VramReport {
+            gpu_vram_gb: Some(8.0),
+            ram_gb: Some(16.0),
+            model_context_kb: 128_000,
+            framework_overhead_tokens: 4000,
+            recommended_kb: 16_000,
+            recommended_k: 16,
+            headroom: 0.25,
+            max_peak_context_kb: 12_000,
+            source: Source::Nvml,
+            auto_detect: true,
+            model: None,
+            model_source: "none found".into(),
+            model_context_source: "default".into(),
+            model_hosted: false,
+            gpus: vec![GpuReport {
+                index: 0,
+                name: "Fake".into(),
+                total_gb: 8.0,
+                free_gb: 7.5,
+            }],
+            gpu_reason: None,
+            format_version: FORMAT_VERSION,
+            cached: false,
+            warnings: vec![],
+        }
+    }
 
     #[test]
     fn round_trip() {

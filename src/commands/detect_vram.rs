@@ -1,0 +1,34 @@
+//! `automaton detect-vram`.
+
+use super::Ctx;
+use crate::cli::{DetectVramArgs, VramFormat};
+use crate::detect::{detect, render_human};
+use crate::settings::Settings;
+use std::io::Write;
+
+/// `automaton detect-vram`: JSON (or the human block) on stdout, warnings on stderr, exit 0
+/// even with no GPU. A bad config.md is an error (exit 1) naming file and line.
+pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> anyhow::Result<u8> {
+    let settings = Settings::load(&ctx.project)?;
+    for w in &settings.warnings {
+        eprintln!("warning: {w}");
+    }
+    let report = detect(&settings, args.refresh);
+    if !report.cached {
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    let text = if args.human || args.format == VramFormat::Text {
+        render_human(&report)
+    } else {
+        let mut s = serde_json::to_string_pretty(&report)?;
+        s.push('\n');
+        s
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(crate::exit::OK),
+    }
+}

@@ -1,0 +1,31 @@
+//! `automaton task create`.
+
+use super::Ctx;
+use crate::cli::TaskCreateArgs;
+use crate::names;
+use crate::state::State;
+use crate::task::{NewTask, create_task};
+
+pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> anyhow::Result<u8> {
+    let rel = names::task_path(&args.path).map_err(anyhow::Error::msg)?;
+    let start = State::parse(&args.at).ok_or_else(|| {
+        anyhow::anyhow!(
+            "unknown state `{}`; one of: {}",
+            args.at,
+            State::ALL.map(State::word).join(", ")
+        )
+    })?;
+    create_task(
+        &ctx.project,
+        &NewTask {
+            rel: &rel,
+            start,
+            description: None,
+            copy_from: None,
+        },
+    )?;
+    // Seed 000: a new task invalidates the VRAM detection cache.
+    let _ = crate::detect::invalidate_cache(&ctx.project);
+    println!("created {rel} ({})", start.word());
+    Ok(crate::exit::OK)
+}
