@@ -8,6 +8,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("exit", 0),
     ("fsx", 0),
     ("state", 0),
+    ("decide", 0),
     ("names", 0),
     ("agent_kind", 0),
     ("store", 1),

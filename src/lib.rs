@@ -4,7 +4,8 @@
 //! (`layers::imports_only_go_down` checks every `crate::` path in `src/`):
 //!
 //! 0. leaves, no I/O of their own beyond `fsx`: `exit` (codes), `fsx` (atomic writes),
-//!    `state` (the pure core: artifacts → states), `names` (task names), `agent_kind`;
+//!    `state` and `decide` (the pure core: artifacts → states, facts → the loop's next
+//!    action), `names` (task names), `agent_kind`;
 //! 1. `store`: the on-disk formats (journal, `.state`/`.stop`/`.origin`, lock, VRAM cache);
 //!    `process`: the one supervisor of every child process;
 //! 2. `settings`: layered configuration;
@@ -20,6 +21,7 @@ pub mod agent_kind;
 pub mod artifact;
 pub mod cli;
 pub mod commands;
+pub mod decide;
 pub mod detect;
 pub mod exit;
 pub mod fsx;

@@ -164,43 +164,39 @@ impl Phase {
     }
 }
 
-/// A task's state: the phase that runs next, or a terminal. These are the `.state` words.
+/// A task's state: the phase that runs next, or a terminal. Their words are the `.state`
+/// words; `Next(Research)` is `new` (an empty folder).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum State {
-    New,
-    Decomposition,
-    Design,
-    TestDesign,
-    Implement,
-    BugFind,
-    AdversarialBugFind,
-    DocReview,
-    Referee,
+    Next(Phase),
     Complete,
     HumanIntervention,
 }
 
 impl State {
+    /// An empty folder: research runs next.
+    pub const NEW: State = State::Next(Phase::Research);
+
     pub const ALL: [State; 11] = [
-        State::New,
-        State::Decomposition,
-        State::Design,
-        State::TestDesign,
-        State::Implement,
-        State::BugFind,
-        State::AdversarialBugFind,
-        State::DocReview,
-        State::Referee,
+        State::Next(Phase::Research),
+        State::Next(Phase::Decomposition),
+        State::Next(Phase::Design),
+        State::Next(Phase::TestDesign),
+        State::Next(Phase::Implement),
+        State::Next(Phase::BugFind),
+        State::Next(Phase::AdversarialBugFind),
+        State::Next(Phase::DocReview),
+        State::Next(Phase::Referee),
         State::Complete,
         State::HumanIntervention,
     ];
 
     pub fn word(self) -> &'static str {
         match self {
-            State::New => "new",
+            State::Next(Phase::Research) => "new",
+            State::Next(phase) => phase.word(),
             State::Complete => "complete",
             State::HumanIntervention => "human_intervention",
-            other => other.next_phase().map_or("new", Phase::word),
         }
     }
 
@@ -208,25 +204,17 @@ impl State {
     pub fn parse(word: &str) -> Option<State> {
         let w = word.trim().to_ascii_lowercase();
         if w == "research" {
-            return Some(State::New);
+            return Some(State::NEW);
         }
         State::ALL.into_iter().find(|s| s.word() == w)
     }
 
     /// The phase that runs next in this state.
     pub fn next_phase(self) -> Option<Phase> {
-        Some(match self {
-            State::New => Phase::Research,
-            State::Decomposition => Phase::Decomposition,
-            State::Design => Phase::Design,
-            State::TestDesign => Phase::TestDesign,
-            State::Implement => Phase::Implement,
-            State::BugFind => Phase::BugFind,
-            State::AdversarialBugFind => Phase::AdversarialBugFind,
-            State::DocReview => Phase::DocReview,
-            State::Referee => Phase::Referee,
-            State::Complete | State::HumanIntervention => return None,
-        })
+        match self {
+            State::Next(phase) => Some(phase),
+            State::Complete | State::HumanIntervention => None,
+        }
     }
 
     pub fn is_terminal(self) -> bool {
@@ -424,25 +412,25 @@ impl Decision {
 pub fn artifact_state(artifacts: ArtifactSet, config: &PhaseConfig, is_subtask: bool) -> State {
     let after_spec = || {
         if config.decomposition && !is_subtask {
-            State::Decomposition
+            State::Next(Phase::Decomposition)
         } else if config.design {
-            State::Design
+            State::Next(Phase::Design)
         } else if config.test_design {
-            State::TestDesign
+            State::Next(Phase::TestDesign)
         } else {
-            State::Implement
+            State::Next(Phase::Implement)
         }
     };
     match artifacts.highest() {
-        None => State::New,
+        None => State::Next(Phase::Research),
         Some(Artifact::Spec) => after_spec(),
-        Some(Artifact::Decomposition) => State::Decomposition,
-        Some(Artifact::Design) if config.test_design => State::TestDesign,
-        Some(Artifact::Design) | Some(Artifact::TestPlan) => State::Implement,
-        Some(Artifact::Implementation) => State::BugFind,
-        Some(Artifact::BugReport) => State::AdversarialBugFind,
-        Some(Artifact::AdversarialBugReport) => State::DocReview,
-        Some(Artifact::DocReview) => State::Referee,
+        Some(Artifact::Decomposition) => State::Next(Phase::Decomposition),
+        Some(Artifact::Design) if config.test_design => State::Next(Phase::TestDesign),
+        Some(Artifact::Design) | Some(Artifact::TestPlan) => State::Next(Phase::Implement),
+        Some(Artifact::Implementation) => State::Next(Phase::BugFind),
+        Some(Artifact::BugReport) => State::Next(Phase::AdversarialBugFind),
+        Some(Artifact::AdversarialBugReport) => State::Next(Phase::DocReview),
+        Some(Artifact::DocReview) => State::Next(Phase::Referee),
         Some(Artifact::Verdict) => State::Complete,
     }
 }
@@ -513,7 +501,7 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
         return Decision::human(Cause::Verdict, format!("referee verdict is {}", v.word()));
     }
     let child = |name: &str| facts.children.iter().find(|c| c.name == name);
-    let mut d = Decision::plain(State::Decomposition);
+    let mut d = Decision::plain(State::Next(Phase::Decomposition));
     d.missing = plan
         .iter()
         .filter(|p| child(&p.name).is_none())

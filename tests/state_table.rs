@@ -141,8 +141,11 @@ fn a_sub_task_never_runs_a_decomposition_phase() {
         decomposition: true,
         ..PhaseConfig::default()
     };
-    assert_eq!(artifact_state(set, &cfg, false), State::Decomposition);
-    assert_eq!(artifact_state(set, &cfg, true), State::Design);
+    assert_eq!(
+        artifact_state(set, &cfg, false),
+        State::Next(Phase::Decomposition)
+    );
+    assert_eq!(artifact_state(set, &cfg, true), State::Next(Phase::Design));
 }
 
 #[test]
@@ -150,8 +153,11 @@ fn state_words_round_trip_and_research_means_new() {
     for s in State::ALL {
         assert_eq!(State::parse(s.word()), Some(s));
     }
-    assert_eq!(State::parse("research"), Some(State::New));
-    assert_eq!(State::parse(" Bug_Find\n"), Some(State::BugFind));
+    assert_eq!(State::parse("research"), Some(State::NEW));
+    assert_eq!(
+        State::parse(" Bug_Find\n"),
+        Some(State::Next(Phase::BugFind))
+    );
     assert_eq!(State::parse("finished"), None);
 }
 
@@ -159,19 +165,22 @@ fn state_words_round_trip_and_research_means_new() {
 fn start_state_and_recorded_stop() {
     let cfg = PhaseConfig::default();
     let facts = Facts {
-        start: Some(State::BugFind),
+        start: Some(State::Next(Phase::BugFind)),
         ..Facts::default()
     };
-    assert_eq!(decide(&facts, &cfg).state, State::BugFind);
+    assert_eq!(decide(&facts, &cfg).state, State::Next(Phase::BugFind));
     // Once later work exists, the artifacts decide.
     let mut set = ArtifactSet::default();
     set.insert(Artifact::BugReport);
     let facts = Facts {
         artifacts: set,
-        start: Some(State::BugFind),
+        start: Some(State::Next(Phase::BugFind)),
         ..Facts::default()
     };
-    assert_eq!(decide(&facts, &cfg).state, State::AdversarialBugFind);
+    assert_eq!(
+        decide(&facts, &cfg).state,
+        State::Next(Phase::AdversarialBugFind)
+    );
     let facts = Facts {
         artifacts: set,
         stop: Some("phase timed out"),
@@ -237,7 +246,7 @@ fn parent_aggregation() {
         &[
             child("a", State::HumanIntervention, Some(Verdict::Fail)),
             pass("b"),
-            child("c", State::New, None),
+            child("c", State::NEW, None),
         ],
         &p,
         None,
@@ -268,18 +277,18 @@ fn parent_aggregation() {
     let d = parent(
         &[
             pass("a"),
-            child("b", State::Implement, None),
-            child("c", State::Design, None),
+            child("b", State::Next(Phase::Implement), None),
+            child("c", State::Next(Phase::Design), None),
         ],
         &p,
         None,
     );
-    assert_eq!(d.state, State::Decomposition);
+    assert_eq!(d.state, State::Next(Phase::Decomposition));
     assert_eq!(d.waiting_on, vec!["b", "c"]);
 
     // Listed but missing on disk: waited on, reported missing.
     let d = parent(&[pass("a"), pass("b")], &p, None);
-    assert_eq!(d.state, State::Decomposition);
+    assert_eq!(d.state, State::Next(Phase::Decomposition));
     assert_eq!(d.missing, vec!["c"]);
 
     // An orphan folder not listed does not count.

@@ -212,7 +212,7 @@ fn select_task(
             &ctx.project,
             &NewTask {
                 rel: &rel,
-                start: State::New,
+                start: State::NEW,
                 description: Some(desc),
                 copy_from: None,
             },

@@ -22,7 +22,7 @@
 //! valid in both formats and unique (the index), whatever the folder names hold.
 
 use super::{TaskView, task_view};
-use crate::state::State;
+use crate::state::{Phase, State};
 use crate::task::TaskTree;
 use std::fmt::Write as _;
 
@@ -54,13 +54,15 @@ impl Style {
             _ if blocked => Style::Blocked,
             State::Complete => Style::Complete,
             State::HumanIntervention => Style::Human,
-            State::New => Style::New,
-            State::Decomposition | State::Design | State::TestDesign => Style::Planning,
-            State::Implement
-            | State::BugFind
-            | State::AdversarialBugFind
-            | State::DocReview
-            | State::Referee => Style::Building,
+            State::NEW => Style::New,
+            State::Next(Phase::Decomposition)
+            | State::Next(Phase::Design)
+            | State::Next(Phase::TestDesign) => Style::Planning,
+            State::Next(Phase::Implement)
+            | State::Next(Phase::BugFind)
+            | State::Next(Phase::AdversarialBugFind)
+            | State::Next(Phase::DocReview)
+            | State::Next(Phase::Referee) => Style::Building,
         }
     }
 

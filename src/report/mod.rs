@@ -5,7 +5,7 @@
 pub mod graph;
 
 use crate::settings::Settings;
-use crate::state::{Artifact, Counts, PhaseConfig, State};
+use crate::state::{Artifact, Counts, Phase, PhaseConfig, State};
 use crate::store::journal::{self, Usage};
 use crate::task::TaskTree;
 use crate::task::fix::{FixTask, planned_fix_tasks};
@@ -125,7 +125,7 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
     let d = &node.decision;
     let state = node.state();
     let run = format!("{prefix} orchestrate --task {}", node.rel);
-    let waiting = state == State::Decomposition && node.snap.plan.is_some();
+    let waiting = state == State::Next(Phase::Decomposition) && node.snap.plan.is_some();
     let blocked_by = node.parent.and_then(|p| {
         tree.nodes[p]
             .decision

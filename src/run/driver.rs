@@ -5,11 +5,12 @@ use super::phase::{run_phase, run_verify};
 use super::subtasks::{files_overlap, sync_subtasks};
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::Plan;
+use crate::decide::{Action, ArtifactCheck, Facts, PhaseFacts, Verify, judge_phase, next_action};
 use crate::fsx::write_atomic;
-use crate::state::{Artifact, Cause, Phase, State};
+use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
-use crate::task::TaskTree;
 use crate::task::snapshot::content_hash;
+use crate::task::{TaskNode, TaskTree};
 use serde_json::json;
 use std::path::Path;
 use std::sync::mpsc;
@@ -41,20 +42,13 @@ fn stop_task(
     Ok(stopped(kind, reason))
 }
 
-/// The stop (and exit code) for a task the state machine put in human_intervention.
-fn human_stop(cause: Option<Cause>) -> StopKind {
-    match cause {
-        Some(Cause::Verdict) => StopKind::VerdictFailed,
-        Some(Cause::MalformedVerdict | Cause::InvalidPlan | Cause::TooDeep) => {
-            StopKind::BadArtifact
-        }
-        Some(Cause::Subtasks) => StopKind::SubtasksFailed,
-        Some(Cause::Stopped | Cause::Created) | None => StopKind::NeedsHuman,
-    }
-}
-
 /// The file that records which VERDICT.md the verify command last passed for.
 const VERIFIED_FILE: &str = "logs/verified";
+
+/// The hash the verify command last passed for, if any.
+fn verified_hash(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(dir.join(VERIFIED_FILE)).ok()
+}
 
 fn verdict_hash(dir: &Path) -> Option<String> {
     std::fs::read(dir.join(Artifact::Verdict.file_name()))
@@ -81,7 +75,8 @@ fn clear_stops(run: &Run<'_>, rel: &str) -> anyhow::Result<()> {
 }
 
 /// Drive one task until it is complete or needs a human. `explicit`: the user named this task,
-/// so a stop recorded by an earlier run is cleared and the task tried again.
+/// so a stop recorded by an earlier run is cleared and the task tried again. Each turn reads
+/// the facts, asks [`next_action`] what to do, and does it.
 pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome> {
     let dir = run.settings.project.join(rel);
     if explicit {
@@ -91,16 +86,6 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
     let mut fresh: Option<TaskTree> = None;
     let mut warned = false;
     loop {
-        if run.cancel.load(std::sync::atomic::Ordering::SeqCst) {
-            return Ok(stopped(StopKind::Interrupted, "interrupted"));
-        }
-        if Instant::now() >= run.deadline {
-            let reason = format!(
-                "total time cap of {} reached",
-                super::agent::human_duration(run.limits.total)
-            );
-            return stop_task(run, rel, &dir, StopKind::TotalTimeCap, reason);
-        }
         // The folder as the last phase's validation read it, else read now.
         let tree = fresh
             .take()
@@ -117,51 +102,72 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
         let state = node.state();
         // Done is verified, not claimed: a PASS counts once the verify command passed for this
         // very VERDICT.md (so a retry after a failed verify verifies again).
-        let unverified = match (state, run.verify_command) {
-            (State::Complete, Some(cmd)) => verdict_hash(&dir)
-                .filter(|h| {
-                    std::fs::read_to_string(dir.join(VERIFIED_FILE))
-                        .ok()
-                        .as_deref()
-                        != Some(h.as_str())
-                })
-                .map(|h| (cmd, h)),
-            _ => None,
+        let verify = match (state, run.verify_command) {
+            (_, None) => Verify::NotConfigured,
+            (State::Complete, Some(_))
+                if verdict_hash(&dir).is_some_and(|h| Some(h) != verified_hash(&dir)) =>
+            {
+                Verify::Pending
+            }
+            _ => Verify::Passed,
         };
-        if node.snap.state_file != Some(state) && unverified.is_none() {
+        let action = next_action(&Facts {
+            state,
+            cause: node.decision.cause,
+            has_plan: matches!(node.snap.plan, Some(Ok(_))),
+            verify,
+            iterations,
+            max_iterations: run.limits.iterations,
+            cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
+            now: Instant::now(),
+            deadline: run.deadline,
+        });
+        // `.state` follows the artifacts, except a PASS not verified yet: it never says
+        // complete before the verify command passed.
+        if node.snap.state_file != Some(state) && action != Action::Verify {
             write_state(&dir, state)?;
         }
-        match state {
-            State::Complete => {
-                if let Some((cmd, hash)) = unverified {
-                    // Until the command passes the task is not complete: a run cut short here
-                    // (Ctrl-C, the total cap, kill -9) leaves it stopped, never complete.
-                    let pending = format!(
-                        "the PASS verdict is not verified yet (the verify command did not finish); \
-                         `orchestrate --task {rel}` verifies it again"
-                    );
-                    write_stop(&dir, &pending)?;
-                    if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir)? {
-                        let reason = format!("the referee said PASS, but {reason}");
-                        return stop_task(run, rel, &dir, kind, reason);
-                    }
-                    write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
-                    clear_stop(&dir)?;
-                    write_state(&dir, State::Complete)?;
+        match action {
+            Action::EndRun(StopKind::TotalTimeCap) => {
+                let reason = format!(
+                    "total time cap of {} reached",
+                    super::agent::human_duration(run.limits.total)
+                );
+                return stop_task(run, rel, &dir, StopKind::TotalTimeCap, reason);
+            }
+            Action::EndRun(kind) => return Ok(stopped(kind, "interrupted")),
+            Action::Verify => {
+                let (Some(cmd), Some(hash)) = (run.verify_command, verdict_hash(&dir)) else {
+                    unreachable!("verification is pending only with a command and a verdict")
+                };
+                // Until the command passes the task is not complete: a run cut short here
+                // (Ctrl-C, the total cap, kill -9) leaves it stopped, never complete.
+                let pending = format!(
+                    "the PASS verdict is not verified yet (the verify command did not finish); \
+                     `orchestrate --task {rel}` verifies it again"
+                );
+                write_stop(&dir, &pending)?;
+                if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir)? {
+                    let reason = format!("the referee said PASS, but {reason}");
+                    return stop_task(run, rel, &dir, kind, reason);
                 }
+                write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
+                clear_stop(&dir)?;
+                write_state(&dir, State::Complete)?;
+            }
+            Action::Complete => {
                 run.progress
                     .event("task_complete", json!({"task": rel}), || {
                         format!("✔ {rel}: complete")
                     });
                 return Ok(Outcome::Complete);
             }
-            State::HumanIntervention => {
+            Action::Human(kind) => {
                 let reason = node
                     .decision
                     .reason
                     .clone()
                     .unwrap_or_else(|| "needs a human".into());
-                let kind = human_stop(node.decision.cause);
                 run.progress.event(
                     "task_stopped",
                     json!({"task": rel, "kind": kind.word(), "reason": reason}),
@@ -169,28 +175,25 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                 );
                 return Ok(stopped(kind, reason));
             }
-            State::Decomposition if node.snap.plan.is_some() => {
+            Action::RunSubtasks => {
                 let Some(Ok(plan)) = &node.snap.plan else {
-                    unreachable!("an invalid plan decides human_intervention")
+                    unreachable!("sub-tasks run only under a valid plan")
                 };
                 sync_subtasks(run, rel, &dir, plan, &node.decision)?;
                 if let Some(stop) = run_waves(run, rel, plan)? {
                     return Ok(stop);
                 }
             }
-            s => {
-                let Some(phase) = s.next_phase() else {
-                    unreachable!("non-terminal states have a phase")
-                };
-                if iterations >= run.limits.iterations {
-                    let reason = format!(
-                        "iteration cap reached ({} phase{} in this run); next phase would be {}",
-                        run.limits.iterations,
-                        if run.limits.iterations == 1 { "" } else { "s" },
-                        phase.word()
-                    );
-                    return stop_task(run, rel, &dir, StopKind::IterationCap, reason);
-                }
+            Action::IterationCap(phase) => {
+                let reason = format!(
+                    "iteration cap reached ({} phase{} in this run); next phase would be {}",
+                    run.limits.iterations,
+                    if run.limits.iterations == 1 { "" } else { "s" },
+                    phase.word()
+                );
+                return stop_task(run, rel, &dir, StopKind::IterationCap, reason);
+            }
+            Action::RunPhase(phase) => {
                 iterations += 1;
                 match one_phase(run, rel, &dir, phase)? {
                     Ok(tree) => fresh = Some(tree),
@@ -201,7 +204,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
     }
 }
 
-/// Run one phase and validate what it left: `Ok(tree)` (the folder as read after the phase)
+/// Run one phase and judge what it left: `Ok(tree)` (the folder as read after the phase)
 /// to go on, `Err(outcome)` when the task must stop.
 fn one_phase(
     run: &Run<'_>,
@@ -236,26 +239,23 @@ fn one_phase(
             ),
         },
     );
-    if let Some(kind) = StopKind::from_end(&o.end) {
-        let reason = format!("{end} during {}; see {log_rel}", phase.word());
+    let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    let Some(node) = tree.nodes.first() else {
+        anyhow::bail!("task folder {rel} disappeared");
+    };
+    let judged = judge_phase(&PhaseFacts {
+        phase,
+        end: super::end_of(&o.end),
+        end_text: &end,
+        contract_met: o.contract_met,
+        stopped_after_contract: o.stopped_after_contract,
+        agent_ok: rep.ok,
+        agent_error: rep.error.as_deref(),
+        artifact: artifact_check(node, dir, phase.artifact()),
+        log: &log_rel,
+    });
+    if let Err((kind, reason)) = judged {
         return stop_task(run, rel, dir, kind, reason).map(Err);
-    }
-    // The agent's own failure signal (an error result, turn.failed) stops the phase even when
-    // it exited 0.
-    if rep.ok == Some(false) {
-        let why = rep
-            .error
-            .as_deref()
-            .unwrap_or("the agent reported a failure");
-        let reason = format!("{why} ({end}) during {}; see {log_rel}", phase.word());
-        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Err);
-    }
-    if let super::agent::AgentEnd::Exited(status) = &o.end
-        && !status.success()
-        && !o.stopped_after_contract
-    {
-        let reason = format!("{end} during {}; see {log_rel}", phase.word());
-        return stop_task(run, rel, dir, StopKind::AgentFailed, reason).map(Err);
     }
     if rep.ok.is_none()
         && let Some(why) = &rep.error
@@ -264,54 +264,6 @@ fn one_phase(
             .line(&format!("warning: {rel}: {}: {why}", phase.word()));
     }
     let artifact = phase.artifact();
-    let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
-    let Some(node) = tree.nodes.first() else {
-        anyhow::bail!("task folder {rel} disappeared");
-    };
-    if !node.snap.artifacts.contains(artifact) {
-        let name = artifact.file_name();
-        let path = dir.join(name);
-        let why = if !path.exists() {
-            if o.contract_met {
-                format!("the agent printed CONTRACT_MET but did not write {name}")
-            } else {
-                format!("the agent exited 0 but did not write {name}")
-            }
-        } else if node
-            .snap
-            .origin
-            .as_ref()
-            .is_some_and(|or| or.inherited.contains_key(name))
-        {
-            format!("{name} is unchanged from the copy this task started with")
-        } else {
-            format!("{name} is empty")
-        };
-        return stop_task(
-            run,
-            rel,
-            dir,
-            StopKind::BadArtifact,
-            format!("{why} ({} phase); see {log_rel}", phase.word()),
-        )
-        .map(Err);
-    }
-    let malformed = match artifact {
-        Artifact::Verdict => node
-            .snap
-            .verdict
-            .as_ref()
-            .and_then(|v| v.verdict.clone().err()),
-        Artifact::Decomposition => match &node.snap.plan {
-            Some(Err(e)) => Some(e.to_string()),
-            _ => None,
-        },
-        _ => None,
-    };
-    if let Some(why) = malformed {
-        let reason = format!("{} is malformed: {why}", artifact.file_name());
-        return stop_task(run, rel, dir, StopKind::BadArtifact, reason).map(Err);
-    }
     run.progress.event(
         "artifact_validated",
         json!({"task": rel, "phase": phase.word(), "artifact": artifact.file_name()}),
@@ -334,6 +286,38 @@ fn one_phase(
         return stop_task(run, rel, dir, kind, reason).map(Err);
     }
     Ok(Ok(tree))
+}
+
+/// What the task folder holds of a phase's artifact.
+fn artifact_check(node: &TaskNode, dir: &Path, artifact: Artifact) -> ArtifactCheck {
+    let name = artifact.file_name();
+    if !node.snap.artifacts.contains(artifact) {
+        return if !dir.join(name).exists() {
+            ArtifactCheck::Missing
+        } else if node
+            .snap
+            .origin
+            .as_ref()
+            .is_some_and(|or| or.inherited.contains_key(name))
+        {
+            ArtifactCheck::Inherited
+        } else {
+            ArtifactCheck::Empty
+        };
+    }
+    let malformed = match artifact {
+        Artifact::Verdict => node
+            .snap
+            .verdict
+            .as_ref()
+            .and_then(|v| v.verdict.clone().err()),
+        Artifact::Decomposition => match &node.snap.plan {
+            Some(Err(e)) => Some(e.to_string()),
+            _ => None,
+        },
+        _ => None,
+    };
+    malformed.map_or(ArtifactCheck::Valid, ArtifactCheck::Malformed)
 }
 
 /// ", 1,234 tokens, $0.0123" for a phase whose agent reported usage; empty otherwise.

@@ -9,7 +9,6 @@ pub mod progress;
 pub mod record;
 pub mod subtasks;
 
-use crate::exit;
 use crate::settings::Settings;
 use crate::state::PhaseConfig;
 use agent::AgentEnd;
@@ -93,70 +92,31 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Why a run stopped before completion; each has its own exit code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopKind {
-    VerdictFailed,
-    BadArtifact,
-    AgentFailed,
-    PhaseTimeout,
-    Stalled,
-    IterationCap,
-    TotalTimeCap,
-    VerifyFailed,
-    SubtasksFailed,
-    NeedsHuman,
-    Interrupted,
+pub use crate::decide::StopKind;
+
+/// The stop an agent's end calls for, if it is not a plain exit.
+pub fn stop_for(end: &AgentEnd) -> Option<StopKind> {
+    use crate::decide::End;
+    match end_of(end) {
+        End::Exited { .. } => None,
+        End::PhaseTimeout => Some(StopKind::PhaseTimeout),
+        End::TotalTimeout => Some(StopKind::TotalTimeCap),
+        End::Stalled => Some(StopKind::Stalled),
+        End::Cancelled => Some(StopKind::Interrupted),
+    }
 }
 
-impl StopKind {
-    pub fn code(self) -> u8 {
-        match self {
-            StopKind::VerdictFailed => exit::VERDICT_FAILED,
-            StopKind::BadArtifact => exit::BAD_ARTIFACT,
-            StopKind::AgentFailed => exit::AGENT_FAILED,
-            StopKind::PhaseTimeout => exit::PHASE_TIMEOUT,
-            StopKind::Stalled => exit::STALLED,
-            StopKind::IterationCap => exit::ITERATION_CAP,
-            StopKind::TotalTimeCap => exit::TOTAL_TIME_CAP,
-            StopKind::VerifyFailed => exit::VERIFY_FAILED,
-            StopKind::SubtasksFailed => exit::SUBTASKS_FAILED,
-            StopKind::NeedsHuman => exit::NEEDS_HUMAN,
-            StopKind::Interrupted => exit::INTERRUPTED,
-        }
-    }
-
-    pub fn word(self) -> &'static str {
-        match self {
-            StopKind::VerdictFailed => "verdict_failed",
-            StopKind::BadArtifact => "bad_artifact",
-            StopKind::AgentFailed => "agent_failed",
-            StopKind::PhaseTimeout => "phase_timeout",
-            StopKind::Stalled => "stalled",
-            StopKind::IterationCap => "iteration_cap",
-            StopKind::TotalTimeCap => "total_time_cap",
-            StopKind::VerifyFailed => "verify_failed",
-            StopKind::SubtasksFailed => "subtasks_failed",
-            StopKind::NeedsHuman => "needs_human",
-            StopKind::Interrupted => "interrupted",
-        }
-    }
-
-    /// The stop an agent's end calls for, if it is not a plain exit.
-    pub fn from_end(end: &AgentEnd) -> Option<StopKind> {
-        match end {
-            AgentEnd::Exited(_) => None,
-            AgentEnd::PhaseTimeout => Some(StopKind::PhaseTimeout),
-            AgentEnd::TotalTimeout => Some(StopKind::TotalTimeCap),
-            AgentEnd::Stalled => Some(StopKind::Stalled),
-            AgentEnd::Cancelled => Some(StopKind::Interrupted),
-        }
-    }
-
-    /// Whether the stop belongs to the task (recorded in `.stop`, so it needs a human) or
-    /// only to this run (Ctrl-C, the total-time cap: the next run resumes where it was).
-    pub fn is_task_stop(self) -> bool {
-        !matches!(self, StopKind::Interrupted | StopKind::TotalTimeCap)
+/// How the judgement sees an agent's end.
+pub fn end_of(end: &AgentEnd) -> crate::decide::End {
+    use crate::decide::End;
+    match end {
+        AgentEnd::Exited(status) => End::Exited {
+            success: status.success(),
+        },
+        AgentEnd::PhaseTimeout => End::PhaseTimeout,
+        AgentEnd::TotalTimeout => End::TotalTimeout,
+        AgentEnd::Stalled => End::Stalled,
+        AgentEnd::Cancelled => End::Cancelled,
     }
 }
 

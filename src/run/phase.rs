@@ -263,7 +263,7 @@ pub fn run_verify(
                 outcome.end.describe()
             ),
         )),
-        other => Some(StopKind::from_end(other).map_or(
+        other => Some(super::stop_for(other).map_or(
             (
                 StopKind::VerifyFailed,
                 format!("verify command `{command}`: {}", other.describe()),

@@ -60,7 +60,7 @@ pub fn sync_subtasks(
                 project,
                 &NewTask {
                     rel: &rel,
-                    start: State::New,
+                    start: State::NEW,
                     description: None,
                     copy_from: None,
                 },

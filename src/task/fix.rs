@@ -5,7 +5,7 @@
 use super::tree::TaskTree;
 use super::{NewTask, create_task};
 use crate::names::kebab;
-use crate::state::{State, Verdict};
+use crate::state::{Phase, State, Verdict};
 use std::path::Path;
 
 /// The reports copied into a fix task (where they exist).
@@ -121,7 +121,7 @@ pub fn create_fix_tasks(project: &Path, tree: &TaskTree) -> anyhow::Result<Vec<(
                     project,
                     &NewTask {
                         rel: &fix.path,
-                        start: State::BugFind,
+                        start: State::Next(Phase::BugFind),
                         description: Some(&format!(
                             "{} `{}` from {}: {}",
                             fix.kind, fix.path, fix.from, fix.item

@@ -61,7 +61,7 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> anyhow::Result<PathBuf
             format!("# Task\n\n{}\n", desc.trim()).as_bytes(),
         )?;
     }
-    if task.start != State::New || origin.from.is_some() {
+    if task.start != State::NEW || origin.from.is_some() {
         write_origin(&dir, &origin)?;
     }
     write_state(&dir, task.start)?;

@@ -260,7 +260,7 @@ impl Walker {
             depth,
             snap,
             // Decided in `finish`, once the sub-tasks are read.
-            decision: Decision::plain(State::New),
+            decision: Decision::plain(State::NEW),
         });
         if let Some(p) = parent {
             self.nodes[p].children.push(index);

@@ -1,0 +1,392 @@
+//! The loop's decisions, pure like `state.rs`: given what was read of a task, the caps and the
+//! clock, which action comes next ([`next_action`]); given how a phase's agent ended and what
+//! it left, whether the task goes on ([`judge_phase`]). No I/O, no clock reads, no processes:
+//! the driver gathers the facts, asks, and executes the answer.
+
+use crate::exit;
+use crate::state::{Cause, Phase, State};
+use std::time::Instant;
+
+/// Why a run stopped before completion; each has its own exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopKind {
+    VerdictFailed,
+    BadArtifact,
+    AgentFailed,
+    PhaseTimeout,
+    Stalled,
+    IterationCap,
+    TotalTimeCap,
+    VerifyFailed,
+    SubtasksFailed,
+    NeedsHuman,
+    Interrupted,
+}
+
+impl StopKind {
+    pub fn code(self) -> u8 {
+        match self {
+            StopKind::VerdictFailed => exit::VERDICT_FAILED,
+            StopKind::BadArtifact => exit::BAD_ARTIFACT,
+            StopKind::AgentFailed => exit::AGENT_FAILED,
+            StopKind::PhaseTimeout => exit::PHASE_TIMEOUT,
+            StopKind::Stalled => exit::STALLED,
+            StopKind::IterationCap => exit::ITERATION_CAP,
+            StopKind::TotalTimeCap => exit::TOTAL_TIME_CAP,
+            StopKind::VerifyFailed => exit::VERIFY_FAILED,
+            StopKind::SubtasksFailed => exit::SUBTASKS_FAILED,
+            StopKind::NeedsHuman => exit::NEEDS_HUMAN,
+            StopKind::Interrupted => exit::INTERRUPTED,
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            StopKind::VerdictFailed => "verdict_failed",
+            StopKind::BadArtifact => "bad_artifact",
+            StopKind::AgentFailed => "agent_failed",
+            StopKind::PhaseTimeout => "phase_timeout",
+            StopKind::Stalled => "stalled",
+            StopKind::IterationCap => "iteration_cap",
+            StopKind::TotalTimeCap => "total_time_cap",
+            StopKind::VerifyFailed => "verify_failed",
+            StopKind::SubtasksFailed => "subtasks_failed",
+            StopKind::NeedsHuman => "needs_human",
+            StopKind::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the stop belongs to the task (recorded in `.stop`, so it needs a human) or
+    /// only to this run (Ctrl-C, the total-time cap: the next run resumes where it was).
+    pub fn is_task_stop(self) -> bool {
+        !matches!(self, StopKind::Interrupted | StopKind::TotalTimeCap)
+    }
+
+    /// The stop (and exit code) for a task the state machine put in human_intervention.
+    pub fn for_cause(cause: Option<Cause>) -> StopKind {
+        match cause {
+            Some(Cause::Verdict) => StopKind::VerdictFailed,
+            Some(Cause::MalformedVerdict | Cause::InvalidPlan | Cause::TooDeep) => {
+                StopKind::BadArtifact
+            }
+            Some(Cause::Subtasks) => StopKind::SubtasksFailed,
+            Some(Cause::Stopped | Cause::Created) | None => StopKind::NeedsHuman,
+        }
+    }
+}
+
+/// Whether a PASS verdict still needs the verify command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verify {
+    /// No verify command is configured.
+    NotConfigured,
+    /// The command passed for this very VERDICT.md.
+    Passed,
+    /// It has not passed for this VERDICT.md yet.
+    Pending,
+}
+
+/// What the driver knows when it decides the next step of one task.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts {
+    pub state: State,
+    /// Why a human is needed (human_intervention only).
+    pub cause: Option<Cause>,
+    /// DECOMPOSITION.md is present and valid (its sub-tasks run in waves).
+    pub has_plan: bool,
+    pub verify: Verify,
+    /// Phases this task ran in this invocation, and the cap on them.
+    pub iterations: u64,
+    pub max_iterations: u64,
+    /// Ctrl-C, SIGTERM or SIGHUP was received.
+    pub cancelled: bool,
+    /// The clock, and the run's total-time deadline.
+    pub now: Instant,
+    pub deadline: Instant,
+}
+
+/// The next thing the driver does for a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Stop this run (interrupted, total cap): nothing recorded in the task.
+    EndRun(StopKind),
+    /// The task is complete.
+    Complete,
+    /// Run the verify command before the PASS counts.
+    Verify,
+    /// The task needs a human for the state machine's reason.
+    Human(StopKind),
+    /// Drive the sub-tasks of the plan in waves.
+    RunSubtasks,
+    /// The iteration cap is reached with this phase next: stop the task.
+    IterationCap(Phase),
+    /// Run this phase.
+    RunPhase(Phase),
+}
+
+/// Decide the next action. The run's own stops come first (a cancelled or timed-out run acts
+/// on nothing), then the state machine's terminal states, then the caps.
+pub fn next_action(f: &Facts) -> Action {
+    if f.cancelled {
+        return Action::EndRun(StopKind::Interrupted);
+    }
+    if f.now >= f.deadline {
+        return Action::EndRun(StopKind::TotalTimeCap);
+    }
+    match f.state {
+        State::Complete if f.verify == Verify::Pending => Action::Verify,
+        State::Complete => Action::Complete,
+        State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
+        State::Next(Phase::Decomposition) if f.has_plan => Action::RunSubtasks,
+        State::Next(phase) if f.iterations >= f.max_iterations => Action::IterationCap(phase),
+        State::Next(phase) => Action::RunPhase(phase),
+    }
+}
+
+/// How a phase's agent ended, as the judgement needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// It exited by itself (or was stopped after CONTRACT_MET): `success` is exit status 0.
+    Exited {
+        success: bool,
+    },
+    PhaseTimeout,
+    TotalTimeout,
+    Stalled,
+    Cancelled,
+}
+
+/// What the phase's artifact looks like after the agent ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArtifactCheck {
+    Valid,
+    Missing,
+    Empty,
+    /// Unchanged from the copy a fix task started with.
+    Inherited,
+    Malformed(String),
+}
+
+/// Everything [`judge_phase`] looks at.
+#[derive(Debug, Clone)]
+pub struct PhaseFacts<'a> {
+    pub phase: Phase,
+    pub end: End,
+    /// How the end reads ("agent exited with status 3", "phase timed out after 2s").
+    pub end_text: &'a str,
+    pub contract_met: bool,
+    /// CONTRACT_MET was printed and the agent was stopped after the grace: its exit status
+    /// says nothing about the work.
+    pub stopped_after_contract: bool,
+    /// The agent's own verdict on its run (`Some(false)`: an error result, turn.failed).
+    pub agent_ok: Option<bool>,
+    pub agent_error: Option<&'a str>,
+    pub artifact: ArtifactCheck,
+    /// The phase log, relative to the project, for the reason text.
+    pub log: &'a str,
+}
+
+/// Whether the task goes on after a phase: `Ok(())`, or the stop and its reason.
+pub fn judge_phase(p: &PhaseFacts<'_>) -> Result<(), (StopKind, String)> {
+    let phase = p.phase.word();
+    let (end, log) = (p.end_text, p.log);
+    let ended = |kind| Err((kind, format!("{end} during {phase}; see {log}")));
+    match p.end {
+        End::PhaseTimeout => return ended(StopKind::PhaseTimeout),
+        End::TotalTimeout => return ended(StopKind::TotalTimeCap),
+        End::Stalled => return ended(StopKind::Stalled),
+        End::Cancelled => return ended(StopKind::Interrupted),
+        End::Exited { .. } => {}
+    }
+    // The agent's own failure signal stops the phase even when it exited 0.
+    if p.agent_ok == Some(false) {
+        let why = p.agent_error.unwrap_or("the agent reported a failure");
+        let reason = format!("{why} ({end}) during {phase}; see {log}");
+        return Err((StopKind::AgentFailed, reason));
+    }
+    if p.end == (End::Exited { success: false }) && !p.stopped_after_contract {
+        return ended(StopKind::AgentFailed);
+    }
+    let name = p.phase.artifact().file_name();
+    let why = match &p.artifact {
+        ArtifactCheck::Valid => return Ok(()),
+        ArtifactCheck::Missing if p.contract_met => {
+            format!("the agent printed CONTRACT_MET but did not write {name}")
+        }
+        ArtifactCheck::Missing => format!("the agent exited 0 but did not write {name}"),
+        ArtifactCheck::Inherited => {
+            format!("{name} is unchanged from the copy this task started with")
+        }
+        ArtifactCheck::Empty => format!("{name} is empty"),
+        ArtifactCheck::Malformed(why) => {
+            return Err((StopKind::BadArtifact, format!("{name} is malformed: {why}")));
+        }
+    };
+    Err((
+        StopKind::BadArtifact,
+        format!("{why} ({phase} phase); see {log}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const CAUSES: [Option<Cause>; 8] = [
+        None,
+        Some(Cause::Stopped),
+        Some(Cause::Verdict),
+        Some(Cause::MalformedVerdict),
+        Some(Cause::InvalidPlan),
+        Some(Cause::Subtasks),
+        Some(Cause::Created),
+        Some(Cause::TooDeep),
+    ];
+    const VERIFY: [Verify; 3] = [Verify::NotConfigured, Verify::Passed, Verify::Pending];
+
+    /// An independent statement of the rules, as a priority list.
+    fn reference(f: &Facts) -> Action {
+        let late = f.now >= f.deadline;
+        let capped = f.iterations >= f.max_iterations;
+        if f.cancelled {
+            Action::EndRun(StopKind::Interrupted)
+        } else if late {
+            Action::EndRun(StopKind::TotalTimeCap)
+        } else if f.state == State::Complete {
+            if f.verify == Verify::Pending {
+                Action::Verify
+            } else {
+                Action::Complete
+            }
+        } else if f.state == State::HumanIntervention {
+            Action::Human(match f.cause {
+                Some(Cause::Verdict) => StopKind::VerdictFailed,
+                Some(Cause::MalformedVerdict) | Some(Cause::InvalidPlan) => StopKind::BadArtifact,
+                Some(Cause::TooDeep) => StopKind::BadArtifact,
+                Some(Cause::Subtasks) => StopKind::SubtasksFailed,
+                _ => StopKind::NeedsHuman,
+            })
+        } else if f.state == State::Next(Phase::Decomposition) && f.has_plan {
+            Action::RunSubtasks
+        } else if capped {
+            Action::IterationCap(f.state.next_phase().expect("non-terminal"))
+        } else {
+            Action::RunPhase(f.state.next_phase().expect("non-terminal"))
+        }
+    }
+
+    #[test]
+    fn next_action_matches_the_reference_in_every_case() {
+        let t0 = Instant::now();
+        let mut cases = 0;
+        for state in State::ALL {
+            for cause in CAUSES {
+                for has_plan in [false, true] {
+                    for verify in VERIFY {
+                        for (iterations, max_iterations) in [(0, 10), (9, 10), (10, 10), (0, 0)] {
+                            for cancelled in [false, true] {
+                                for late in [false, true] {
+                                    let f = Facts {
+                                        state,
+                                        cause,
+                                        has_plan,
+                                        verify,
+                                        iterations,
+                                        max_iterations,
+                                        cancelled,
+                                        now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
+                                        deadline: t0 + Duration::from_secs(10),
+                                    };
+                                    assert_eq!(next_action(&f), reference(&f), "{f:?}");
+                                    cases += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 2 * 2);
+    }
+
+    fn facts(end: End, artifact: ArtifactCheck) -> PhaseFacts<'static> {
+        PhaseFacts {
+            phase: Phase::Design,
+            end,
+            end_text: "END",
+            contract_met: false,
+            stopped_after_contract: false,
+            agent_ok: None,
+            agent_error: None,
+            artifact,
+            log: "t/logs/design-1.log",
+        }
+    }
+
+    #[test]
+    fn judge_phase_orders_end_then_agent_signal_then_status_then_artifact() {
+        let ok = End::Exited { success: true };
+        let failed = End::Exited { success: false };
+        assert_eq!(judge_phase(&facts(ok, ArtifactCheck::Valid)), Ok(()));
+        for (end, kind) in [
+            (End::PhaseTimeout, StopKind::PhaseTimeout),
+            (End::TotalTimeout, StopKind::TotalTimeCap),
+            (End::Stalled, StopKind::Stalled),
+            (End::Cancelled, StopKind::Interrupted),
+            (failed, StopKind::AgentFailed),
+        ] {
+            // The end wins even over a valid artifact.
+            assert_eq!(
+                judge_phase(&facts(end, ArtifactCheck::Valid)),
+                Err((kind, "END during design; see t/logs/design-1.log".into()))
+            );
+        }
+        let mut f = facts(ok, ArtifactCheck::Valid);
+        f.agent_ok = Some(false);
+        f.agent_error = Some("rate limited");
+        assert_eq!(
+            judge_phase(&f),
+            Err((
+                StopKind::AgentFailed,
+                "rate limited (END) during design; see t/logs/design-1.log".into()
+            ))
+        );
+        // Stopped after CONTRACT_MET: the status says nothing, the artifact decides.
+        let mut f = facts(failed, ArtifactCheck::Valid);
+        f.stopped_after_contract = true;
+        assert_eq!(judge_phase(&f), Ok(()));
+        let bad = |a, contract_met| {
+            let mut f = facts(ok, a);
+            f.contract_met = contract_met;
+            judge_phase(&f).unwrap_err()
+        };
+        let tail = " (design phase); see t/logs/design-1.log";
+        assert_eq!(
+            bad(ArtifactCheck::Missing, false),
+            (
+                StopKind::BadArtifact,
+                format!("the agent exited 0 but did not write DESIGN.md{tail}")
+            )
+        );
+        assert_eq!(
+            bad(ArtifactCheck::Missing, true).1,
+            format!("the agent printed CONTRACT_MET but did not write DESIGN.md{tail}")
+        );
+        assert_eq!(
+            bad(ArtifactCheck::Empty, false).1,
+            format!("DESIGN.md is empty{tail}")
+        );
+        assert_eq!(
+            bad(ArtifactCheck::Inherited, false).1,
+            format!("DESIGN.md is unchanged from the copy this task started with{tail}")
+        );
+        assert_eq!(
+            bad(ArtifactCheck::Malformed("no verdict".into()), false),
+            (
+                StopKind::BadArtifact,
+                "DESIGN.md is malformed: no verdict".into()
+            )
+        );
+    }
+}
