@@ -13,6 +13,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("agent_kind", 0),
     ("store", 1),
     ("process", 1),
+    ("git", 1),
     ("settings", 2),
     ("artifact", 3),
     ("task", 4),

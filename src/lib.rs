@@ -7,7 +7,7 @@
 //!    `state` and `decide` (the pure core: artifacts → states, facts → the loop's next
 //!    action), `names` (task names), `agent_kind`;
 //! 1. `store`: the on-disk formats (journal, `.state`/`.stop`/`.origin`, lock, VRAM cache);
-//!    `process`: the one supervisor of every child process;
+//!    `process`: the one supervisor of every child process; `git`: worktrees, commits, merges;
 //! 2. `settings`: layered configuration;
 //! 3. `artifact`: the parsers of VERDICT.md and DECOMPOSITION.md;
 //! 4. `task`: discovery and snapshots of task folders;
@@ -25,6 +25,7 @@ pub mod decide;
 pub mod detect;
 pub mod exit;
 pub mod fsx;
+pub mod git;
 pub mod names;
 pub mod report;
 pub mod run;

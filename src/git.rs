@@ -1,0 +1,453 @@
+//! The git operations task isolation needs, each one `git` command line: find the repository,
+//! add worktrees and branches, commit an agent's work, merge a branch back, and check ancestry.
+//! Nothing here rebases, resets, amends or forces, and nothing touches the checkout of the
+//! project root except [`Repo::merge_into_checkout`], which the user asks for by name.
+//!
+//! Commits work without a configured identity: when `user.name`/`user.email` are unset, the
+//! commit runs with `automaton <automaton@localhost>` for that one command.
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A failed git command: its arguments and what it printed on stderr.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("cannot run git: {0}")]
+    Spawn(#[from] io::Error),
+    #[error("`git {args}` failed in {dir}: {stderr}")]
+    Failed {
+        args: String,
+        dir: String,
+        stderr: String,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, GitError>;
+
+/// Run git in `dir` and return its output, success or not.
+fn git_output<I, S>(dir: &Path, args: I) -> Result<Output>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    Ok(Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        // Never wait on an editor or a credential prompt.
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .stdin(Stdio::null())
+        .output()?)
+}
+
+/// Run git in `dir`; its trimmed stdout, or an error with its stderr.
+fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = git_output(dir, args)?;
+    if !out.status.success() {
+        return Err(GitError::Failed {
+            args: args.join(" "),
+            dir: dir.display().to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+}
+
+/// How a merge ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Merge {
+    /// The branch was already in (nothing to do).
+    UpToDate,
+    FastForward,
+    /// A merge commit was made.
+    Merged,
+    /// The merge conflicted in these files and was aborted: nothing changed.
+    Conflict(Vec<String>),
+}
+
+/// A git work tree that holds the project, with at least one commit.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The work tree's top folder.
+    pub top: PathBuf,
+    /// The project root relative to `top` (empty at the top; a monorepo sub-folder otherwise).
+    pub prefix: PathBuf,
+}
+
+impl Repo {
+    /// The repository holding `project`, if it is in a git work tree with at least one commit.
+    pub fn discover(project: &Path) -> Option<Repo> {
+        let top = git(project, &["rev-parse", "--show-toplevel"]).ok()?;
+        git(
+            project,
+            &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+        )
+        .ok()?;
+        let prefix = git(project, &["rev-parse", "--show-prefix"]).ok()?;
+        Some(Repo {
+            top: PathBuf::from(top),
+            prefix: PathBuf::from(prefix.trim_end_matches('/')),
+        })
+    }
+
+    /// The commit checked out in `dir` (a worktree of this repository).
+    pub fn head(&self, dir: &Path) -> Result<String> {
+        git(dir, &["rev-parse", "HEAD"])
+    }
+
+    /// The tip of a branch, if it exists.
+    pub fn branch_tip(&self, branch: &str) -> Option<String> {
+        git(
+            &self.top,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}"),
+            ],
+        )
+        .ok()
+    }
+
+    /// The branch checked out in the project root, if any (detached HEAD: none).
+    pub fn current_branch(&self) -> Option<String> {
+        git(&self.top, &["symbolic-ref", "--quiet", "--short", "HEAD"]).ok()
+    }
+
+    /// Keep `pattern` out of `git status` through `.git/info/exclude` (never the user's
+    /// `.gitignore`). Idempotent.
+    pub fn exclude(&self, pattern: &str) -> Result<()> {
+        let common = git(&self.top, &["rev-parse", "--git-common-dir"])?;
+        let info = self.top.join(common).join("info");
+        std::fs::create_dir_all(&info)?;
+        let file = info.join("exclude");
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text.lines().any(|l| l.trim() == pattern) {
+            return Ok(());
+        }
+        let mut new = text;
+        if !new.is_empty() && !new.ends_with('\n') {
+            new.push('\n');
+        }
+        new.push_str(pattern);
+        new.push('\n');
+        crate::fsx::write_atomic(&file, new.as_bytes())?;
+        Ok(())
+    }
+
+    /// Worktrees git knows: (path, branch) pairs; a detached worktree has no branch.
+    pub fn worktrees(&self) -> Result<Vec<(PathBuf, Option<String>)>> {
+        let text = git(&self.top, &["worktree", "list", "--porcelain"])?;
+        let mut out = Vec::new();
+        for block in text.split("\n\n") {
+            let mut path = None;
+            let mut branch = None;
+            for line in block.lines() {
+                if let Some(p) = line.strip_prefix("worktree ") {
+                    path = Some(PathBuf::from(p));
+                } else if let Some(b) = line.strip_prefix("branch refs/heads/") {
+                    branch = Some(b.to_string());
+                }
+            }
+            if let Some(p) = path {
+                out.push((p, branch));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Make sure `path` is a worktree with `branch` checked out, creating the branch at `start`
+    /// when it does not exist. A worktree that already has the branch is reused (a rerun after
+    /// a crash); a half-created folder git does not know is left for a human, never deleted.
+    pub fn ensure_worktree(&self, path: &Path, branch: &str, start: &str) -> Result<()> {
+        // A crash between `worktree add` and now leaves a registered worktree: reuse it.
+        let _ = git(&self.top, &["worktree", "prune"]);
+        if let Some((existing, _)) = self
+            .worktrees()?
+            .into_iter()
+            .find(|(_, b)| b.as_deref() == Some(branch))
+        {
+            if same_path(&existing, path) {
+                return Ok(());
+            }
+            return Err(GitError::Failed {
+                args: format!("worktree add {}", path.display()),
+                dir: self.top.display().to_string(),
+                stderr: format!(
+                    "branch {branch} is already checked out in {}",
+                    existing.display()
+                ),
+            });
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let p = path.to_string_lossy();
+        if self.branch_tip(branch).is_some() {
+            git(&self.top, &["worktree", "add", "--quiet", &p, branch])?;
+        } else {
+            git(
+                &self.top,
+                &["worktree", "add", "--quiet", "-b", branch, &p, start],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Commit everything changed in a worktree (`git add -A`) with `message`; `None` when there
+    /// was nothing to commit.
+    pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>> {
+        git(worktree, &["add", "-A"])?;
+        let staged = git_output(worktree, ["diff", "--cached", "--quiet"])?;
+        if staged.status.success() {
+            return Ok(None);
+        }
+        let mut args: Vec<String> = identity_args(worktree);
+        args.extend(["commit", "--quiet", "--no-verify", "-m", message].map(String::from));
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        git(worktree, &refs)?;
+        Ok(Some(self.head(worktree)?))
+    }
+
+    /// Whether commit-ish `a` is an ancestor of (or equal to) `b`.
+    pub fn is_ancestor(&self, a: &str, b: &str) -> Result<bool> {
+        let out = git_output(&self.top, ["merge-base", "--is-ancestor", a, b])?;
+        match out.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(GitError::Failed {
+                args: format!("merge-base --is-ancestor {a} {b}"),
+                dir: self.top.display().to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            }),
+        }
+    }
+
+    /// Merge `branch` into what is checked out in `worktree`: fast-forward when possible, else a
+    /// merge commit. A conflict is aborted (the worktree is left as it was) and its files named.
+    pub fn merge(&self, worktree: &Path, branch: &str) -> Result<Merge> {
+        let head = self.head(worktree)?;
+        let tip = self.branch_tip(branch).ok_or_else(|| GitError::Failed {
+            args: format!("merge {branch}"),
+            dir: worktree.display().to_string(),
+            stderr: format!("no branch {branch}"),
+        })?;
+        if self.is_ancestor(&tip, &head)? {
+            return Ok(Merge::UpToDate);
+        }
+        if self.is_ancestor(&head, &tip)? {
+            git(worktree, &["merge", "--quiet", "--ff-only", branch])?;
+            return Ok(Merge::FastForward);
+        }
+        let mut args: Vec<String> = identity_args(worktree);
+        args.extend(
+            [
+                "merge",
+                "--quiet",
+                "--no-ff",
+                "--no-edit",
+                "-m",
+                &format!("automaton: merge {branch}"),
+                branch,
+            ]
+            .map(String::from),
+        );
+        let out = git_output(worktree, &args)?;
+        if out.status.success() {
+            return Ok(Merge::Merged);
+        }
+        let conflicted = git(worktree, &["diff", "--name-only", "--diff-filter=U"])?;
+        let files: Vec<String> = conflicted.lines().map(str::to_string).collect();
+        // Leave the worktree exactly as it was before the merge.
+        let _ = git(worktree, &["merge", "--abort"]);
+        if files.is_empty() {
+            return Err(GitError::Failed {
+                args: args.join(" "),
+                dir: worktree.display().to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(Merge::Conflict(files))
+    }
+
+    /// A merge left half-done by a crash (`MERGE_HEAD` present): abort it, so the branch is as it
+    /// was before. Returns whether there was one.
+    pub fn abort_unfinished_merge(&self, worktree: &Path) -> Result<bool> {
+        let merging = git_output(worktree, ["rev-parse", "--verify", "--quiet", "MERGE_HEAD"])?;
+        if !merging.status.success() {
+            return Ok(false);
+        }
+        git(worktree, &["merge", "--abort"])?;
+        Ok(true)
+    }
+
+    /// Whether a worktree has uncommitted or untracked changes.
+    pub fn is_dirty(&self, worktree: &Path) -> Result<bool> {
+        Ok(!git(worktree, &["status", "--porcelain"])?.is_empty())
+    }
+
+    /// Commits on `branch` that `base` does not have.
+    pub fn ahead(&self, base: &str, branch: &str) -> Result<u64> {
+        let n = git(
+            &self.top,
+            &["rev-list", "--count", &format!("{base}..{branch}")],
+        )?;
+        Ok(n.parse().unwrap_or(0))
+    }
+
+    /// Remove a clean worktree (never with force).
+    pub fn remove_worktree(&self, path: &Path) -> Result<()> {
+        git(&self.top, &["worktree", "remove", &path.to_string_lossy()])?;
+        Ok(())
+    }
+
+    /// Delete a branch that is merged (`git branch -d`, never `-D`).
+    pub fn delete_merged_branch(&self, branch: &str) -> Result<()> {
+        git(&self.top, &["branch", "--quiet", "-d", branch])?;
+        Ok(())
+    }
+
+    /// Branches under a prefix, e.g. `automaton/`.
+    pub fn branches(&self, prefix: &str) -> Result<Vec<String>> {
+        let text = git(
+            &self.top,
+            &[
+                "for-each-ref",
+                "--format=%(refname:short)",
+                &format!("refs/heads/{prefix}"),
+            ],
+        )?;
+        Ok(text.lines().map(str::to_string).collect())
+    }
+}
+
+/// `-c user.name=… -c user.email=…` when the repository has no identity configured.
+fn identity_args(dir: &Path) -> Vec<String> {
+    let has = |key: &str| git(dir, &["config", "--get", key]).is_ok_and(|v| !v.is_empty());
+    let mut args = Vec::new();
+    if !has("user.name") {
+        args.extend(["-c".to_string(), "user.name=automaton".to_string()]);
+    }
+    if !has("user.email") {
+        args.extend([
+            "-c".to_string(),
+            "user.email=automaton@localhost".to_string(),
+        ]);
+    }
+    args
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// A repository with one commit and no identity configured anywhere it can see.
+    fn repo() -> (tempfile::TempDir, Repo) {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path();
+        git(top, &["init", "--quiet", "-b", "main"]).unwrap();
+        fs::write(top.join("a.txt"), "one\ntwo\nthree\n").unwrap();
+        let r = Repo {
+            top: top.to_path_buf(),
+            prefix: PathBuf::new(),
+        };
+        assert!(r.commit_all(top, "init").unwrap().is_some());
+        let r = Repo::discover(top).expect("a repo with a commit");
+        (dir, r)
+    }
+
+    #[test]
+    fn discover_needs_a_commit_and_knows_the_sub_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(Repo::discover(dir.path()).is_none(), "not a repository");
+        git(dir.path(), &["init", "--quiet"]).unwrap();
+        assert!(Repo::discover(dir.path()).is_none(), "no commit yet");
+        let (d, _) = repo();
+        fs::create_dir_all(d.path().join("pkg/app")).unwrap();
+        let r = Repo::discover(&d.path().join("pkg/app")).unwrap();
+        assert_eq!(r.prefix, Path::new("pkg/app"));
+    }
+
+    #[test]
+    fn worktree_commit_and_fast_forward_merge() {
+        let (_d, r) = repo();
+        let base = r.head(&r.top).unwrap();
+        let wt = r.top.join(".automaton/worktrees/t");
+        r.exclude(".automaton/worktrees/").unwrap();
+        r.exclude(".automaton/worktrees/").unwrap();
+        r.ensure_worktree(&wt, "automaton/t", &base).unwrap();
+        // Idempotent: a rerun finds the same worktree.
+        r.ensure_worktree(&wt, "automaton/t", &base).unwrap();
+        assert_eq!(r.worktrees().unwrap().len(), 2);
+        assert_eq!(r.commit_all(&wt, "nothing").unwrap(), None);
+        fs::write(wt.join("b.txt"), "new\n").unwrap();
+        let c = r
+            .commit_all(&wt, "automaton: t implement")
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.branch_tip("automaton/t").as_deref(), Some(c.as_str()));
+        assert_eq!(r.ahead("main", "automaton/t").unwrap(), 1);
+        // The root's checkout never moved, and the worktree folder is excluded.
+        assert_eq!(r.head(&r.top).unwrap(), base);
+        assert!(!r.is_dirty(&r.top).unwrap());
+        assert_eq!(r.merge(&r.top, "automaton/t").unwrap(), Merge::FastForward);
+        assert!(r.is_ancestor(&c, "main").unwrap());
+        assert_eq!(r.merge(&r.top, "automaton/t").unwrap(), Merge::UpToDate);
+    }
+
+    #[test]
+    fn a_conflict_is_aborted_and_named() {
+        let (_d, r) = repo();
+        let base = r.head(&r.top).unwrap();
+        let (a, b) = (r.top.join("wt-a"), r.top.join("wt-b"));
+        r.exclude("wt-*/").unwrap();
+        r.ensure_worktree(&a, "x/a", &base).unwrap();
+        r.ensure_worktree(&b, "x/b", &base).unwrap();
+        fs::write(a.join("a.txt"), "one\nAAA\nthree\n").unwrap();
+        fs::write(b.join("a.txt"), "one\nBBB\nthree\n").unwrap();
+        r.commit_all(&a, "a").unwrap().unwrap();
+        let cb = r.commit_all(&b, "b").unwrap().unwrap();
+        assert_eq!(r.merge(&r.top, "x/a").unwrap(), Merge::FastForward);
+        let before = r.head(&r.top).unwrap();
+        assert_eq!(
+            r.merge(&r.top, "x/b").unwrap(),
+            Merge::Conflict(vec!["a.txt".into()])
+        );
+        assert_eq!(r.head(&r.top).unwrap(), before, "the branch is as it was");
+        assert!(!r.is_dirty(&r.top).unwrap(), "the abort left no debris");
+        assert_eq!(r.branch_tip("x/b").as_deref(), Some(cb.as_str()));
+        assert!(!r.abort_unfinished_merge(&r.top).unwrap());
+    }
+
+    #[test]
+    fn a_non_conflicting_divergence_gets_a_merge_commit_and_branch_d_refuses_unmerged() {
+        let (_d, r) = repo();
+        let base = r.head(&r.top).unwrap();
+        let wt = r.top.join("wt");
+        r.ensure_worktree(&wt, "x/c", &base).unwrap();
+        fs::write(wt.join("c.txt"), "c\n").unwrap();
+        r.commit_all(&wt, "c").unwrap().unwrap();
+        assert!(
+            r.delete_merged_branch("x/c").is_err(),
+            "not merged: -d refuses"
+        );
+        fs::write(r.top.join("d.txt"), "d\n").unwrap();
+        r.commit_all(&r.top, "d").unwrap().unwrap();
+        assert_eq!(r.merge(&r.top, "x/c").unwrap(), Merge::Merged);
+        assert!(r.is_ancestor("x/c", "main").unwrap());
+        r.remove_worktree(&wt).unwrap();
+        r.delete_merged_branch("x/c").unwrap();
+        assert_eq!(r.branches("x/").unwrap(), Vec::<String>::new());
+    }
+}
