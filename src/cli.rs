@@ -16,7 +16,7 @@ Examples:
   automaton status --json | jq '.tasks[]'     the same for scripts
   automaton detect-vram --human               GPU/RAM/context budget
 
-Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-19 human intervention needed,
+Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-20 human intervention needed,
 75 project locked, 130 interrupted).";
 
 #[derive(Debug, Parser)]
@@ -156,6 +156,9 @@ pub struct OrchestrateArgs {
     /// Agents running at once, across all sub-tasks and levels [default: 4]
     #[arg(long, short = 'j', value_name = "N")]
     pub jobs: Option<usize>,
+    /// Isolation: `worktree` (a git worktree and branch per task), `none`, or `auto`
+    #[arg(long, value_name = "MODE", value_parser = ["auto", "worktree", "none"])]
+    pub isolation: Option<String>,
     /// Emit one JSON event per line on stdout (for CI)
     #[arg(long)]
     pub json: bool,

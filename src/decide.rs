@@ -20,6 +20,7 @@ pub enum StopKind {
     VerifyFailed,
     SubtasksFailed,
     NeedsHuman,
+    Isolation,
     Interrupted,
 }
 
@@ -36,6 +37,7 @@ impl StopKind {
             StopKind::VerifyFailed => exit::VERIFY_FAILED,
             StopKind::SubtasksFailed => exit::SUBTASKS_FAILED,
             StopKind::NeedsHuman => exit::NEEDS_HUMAN,
+            StopKind::Isolation => exit::ISOLATION_FAILED,
             StopKind::Interrupted => exit::INTERRUPTED,
         }
     }
@@ -52,6 +54,7 @@ impl StopKind {
             StopKind::VerifyFailed => "verify_failed",
             StopKind::SubtasksFailed => "subtasks_failed",
             StopKind::NeedsHuman => "needs_human",
+            StopKind::Isolation => "isolation_failed",
             StopKind::Interrupted => "interrupted",
         }
     }

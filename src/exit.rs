@@ -28,6 +28,9 @@ pub const VERIFY_FAILED: u8 = 17;
 pub const SUBTASKS_FAILED: u8 = 18;
 /// `orchestrate`: the task already needed a human before this run started.
 pub const NEEDS_HUMAN: u8 = 19;
+/// `orchestrate`: task isolation failed: a sub-task's merge-back conflicted (the files are
+/// named), or a git worktree or commit could not be made.
+pub const ISOLATION_FAILED: u8 = 20;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.

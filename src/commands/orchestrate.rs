@@ -8,7 +8,7 @@ use crate::names;
 use crate::report::{self, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::progress::{self, Progress};
-use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver};
+use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, isolation};
 use crate::settings::{Origin, Settings, value::parse_duration};
 use crate::state::{PhaseConfig, State};
 use crate::store::lock;
@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
-    let flags: [(&str, Option<String>, &'static str); 6] = [
+    let flags: [(&str, Option<String>, &'static str); 7] = [
         ("agent.command", args.agent.clone(), "--agent"),
         (
             "limits.max_iterations",
@@ -41,6 +41,7 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<Sett
             "--stall-timeout",
         ),
         ("limits.jobs", args.jobs.map(|n| n.to_string()), "--jobs"),
+        ("agent.isolation", args.isolation.clone(), "--isolation"),
     ];
     for (id, value, flag) in flags {
         if let Some(v) = value {
@@ -101,6 +102,13 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     };
     // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
+    let isolation = match isolation::Mode::resolve(
+        settings.text("agent.isolation").unwrap_or("auto"),
+        &ctx.project,
+    ) {
+        isolation::Mode::Worktree => Some(isolation::Isolation::new(&ctx.project)?),
+        isolation::Mode::None => None,
+    };
     let run = Run {
         settings: &settings,
         config,
@@ -117,6 +125,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         progress: &progress,
         max_peak: vram.max_peak_context_kb,
         slots: Slots::new(limits.jobs),
+        isolation: isolation.as_ref(),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {

@@ -1,18 +1,20 @@
 //! The loop driver: determine the state, run the phase, validate the artifact, write `.state`,
 //! repeat — and for a decomposed task, drive its sub-tasks in dependency waves in parallel.
 
+use super::isolation::{Isolation, Workspace};
 use super::phase::{run_phase, run_verify};
 use super::subtasks::{files_overlap, sync_subtasks};
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::Plan;
 use crate::decide::{Action, ArtifactCheck, Facts, PhaseFacts, Verify, judge_phase, next_action};
 use crate::fsx::write_atomic;
+use crate::git::Merge;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::snapshot::content_hash;
 use crate::task::{TaskNode, TaskTree};
 use serde_json::json;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -82,6 +84,11 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
     if explicit {
         clear_stops(run, rel)?;
     }
+    let ws = match workspace(run, rel, &dir) {
+        Ok(ws) => ws,
+        Err(reason) => return stop_task(run, rel, &dir, StopKind::Isolation, reason),
+    };
+    let ws = ws.as_ref();
     let mut iterations: u64 = 0;
     let mut fresh: Option<TaskTree> = None;
     let mut warned = false;
@@ -147,7 +154,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                      `orchestrate --task {rel}` verifies it again"
                 );
                 write_stop(&dir, &pending)?;
-                if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir)? {
+                if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir, ws, "verify")? {
                     let reason = format!("the referee said PASS, but {reason}");
                     return stop_task(run, rel, &dir, kind, reason);
                 }
@@ -180,7 +187,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                     unreachable!("sub-tasks run only under a valid plan")
                 };
                 sync_subtasks(run, rel, &dir, plan, &node.decision)?;
-                if let Some(stop) = run_waves(run, rel, plan)? {
+                if let Some(stop) = run_waves(run, rel, plan, ws)? {
                     return Ok(stop);
                 }
             }
@@ -195,7 +202,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             }
             Action::RunPhase(phase) => {
                 iterations += 1;
-                match one_phase(run, rel, &dir, phase)? {
+                match one_phase(run, rel, &dir, phase, ws)? {
                     Ok(tree) => fresh = Some(tree),
                     Err(stop) => return Ok(stop),
                 }
@@ -211,8 +218,9 @@ fn one_phase(
     rel: &str,
     dir: &Path,
     phase: Phase,
+    ws: Option<&Workspace>,
 ) -> anyhow::Result<Result<TaskTree, Outcome>> {
-    let pr = run_phase(run, phase, rel, dir)?;
+    let pr = run_phase(run, phase, rel, dir, ws)?;
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
     let end = o
@@ -257,6 +265,21 @@ fn one_phase(
     if let Err((kind, reason)) = judged {
         return stop_task(run, rel, dir, kind, reason).map(Err);
     }
+    // Nothing an agent did exists only as uncommitted files.
+    if let (Some(iso), Some(ws)) = (run.isolation, ws) {
+        match iso.commit_phase(ws, rel, phase.word()) {
+            Ok(Some(commit)) => run.progress.event(
+                "committed",
+                json!({"task": rel, "phase": phase.word(), "branch": ws.branch, "commit": commit}),
+                String::new,
+            ),
+            Ok(None) => {}
+            Err(e) => {
+                let reason = format!("cannot commit the {} phase's work: {e}", phase.word());
+                return stop_task(run, rel, dir, StopKind::Isolation, reason).map(Err);
+            }
+        }
+    }
     if rep.ok.is_none()
         && let Some(why) = &rep.error
     {
@@ -281,11 +304,33 @@ fn one_phase(
     // when the task reaches complete (see `drive`).
     if phase == Phase::Implement
         && let Some(cmd) = run.verify_command
-        && let Some((kind, reason)) = run_verify(run, cmd, rel, dir)?
+        && let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")?
     {
         return stop_task(run, rel, dir, kind, reason).map(Err);
     }
     Ok(Ok(tree))
+}
+
+/// The parent of a sub-task's path (`a/subtasks/b` → `a`).
+fn parent_of(rel: &str) -> Option<&str> {
+    rel.rsplit_once("/subtasks/").map(|(parent, _)| parent)
+}
+
+/// The task's workspace when isolation is on (made on first use); the reason when it cannot
+/// be made.
+fn workspace(run: &Run<'_>, rel: &str, dir: &Path) -> Result<Option<Workspace>, String> {
+    let Some(iso) = run.isolation else {
+        return Ok(None);
+    };
+    let ws = iso
+        .prepare(rel, dir, parent_of(rel))
+        .map_err(|e| format!("cannot make the task's worktree: {e}"))?;
+    run.progress.event(
+        "workspace",
+        json!({"task": rel, "branch": ws.branch, "worktree": ws.worktree}),
+        String::new,
+    );
+    Ok(Some(ws))
 }
 
 /// What the task folder holds of a phase's artifact.
@@ -334,20 +379,86 @@ fn usage_note(rep: &super::adapter::PhaseReport) -> String {
 
 /// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
 /// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
-/// dependents. Returns a stop only when the whole run must end (Ctrl-C, total time cap).
-fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Option<Outcome>> {
+/// dependents. Returns a stop when the whole run must end (Ctrl-C, total time cap), or when
+/// the parent must (a merge-back conflict, a failed integration gate).
+///
+/// With isolation, every passed sub-task is merged into the parent's integration branch before
+/// anything is scheduled, and after each wave's merges the verify command runs in the
+/// integration worktree: a later wave starts only once that gate passed.
+fn run_waves(
+    run: &Run<'_>,
+    parent_rel: &str,
+    plan: &Plan,
+    parent_ws: Option<&Workspace>,
+) -> anyhow::Result<Option<Outcome>> {
+    let parent_dir = run.settings.project.join(parent_rel);
+    let integration = run.isolation.zip(parent_ws);
+    let parallel = plan
+        .rows
+        .iter()
+        .any(|r| plan.rows.iter().filter(|o| o.wave == r.wave).count() > 1);
+    if integration.is_none() && parallel && run.limits.jobs > 1 {
+        run.progress.line(&format!(
+            "warning: {parent_rel}: isolation is none: parallel sub-tasks share the project's working tree"
+        ));
+    }
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(String, anyhow::Result<Outcome>)>();
         let mut running: Vec<String> = Vec::new();
         let mut run_stop: Option<Outcome> = None;
+        // The parent's own stop, raised once what runs has finished.
+        let mut parent_stop: Option<(StopKind, String)> = None;
+        let mut merged: Vec<String> = Vec::new();
+        let mut gated: Vec<u32> = Vec::new();
         loop {
-            let stopping =
-                run_stop.is_some() || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
+            let stopping = run_stop.is_some()
+                || parent_stop.is_some()
+                || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
             if !stopping {
                 let tree = TaskTree::load_task(&run.settings.project, parent_rel, &run.config);
                 let state_of = |name: &str| {
                     tree.find(&format!("{parent_rel}/subtasks/{name}"))
                         .map(|i| tree.nodes[i].state())
+                };
+                if let Some((iso, pws)) = integration {
+                    for row in &plan.rows {
+                        if state_of(&row.name) != Some(State::Complete)
+                            || merged.contains(&row.name)
+                        {
+                            continue;
+                        }
+                        let sub_rel = format!("{parent_rel}/subtasks/{}", row.name);
+                        match merge_subtask(run, iso, &sub_rel, pws) {
+                            Ok(()) => merged.push(row.name.clone()),
+                            Err(reason) => {
+                                parent_stop = Some((StopKind::Isolation, reason));
+                                break;
+                            }
+                        }
+                    }
+                    if parent_stop.is_none()
+                        && let Some(cmd) = run.verify_command
+                    {
+                        parent_stop = integration_gates(
+                            run,
+                            cmd,
+                            parent_rel,
+                            &parent_dir,
+                            pws,
+                            plan,
+                            &state_of,
+                            &mut gated,
+                        )?;
+                    }
+                }
+                let gate_open = |wave: u32| {
+                    integration.is_none()
+                        || run.verify_command.is_none()
+                        || plan
+                            .rows
+                            .iter()
+                            .filter(|r| r.wave < wave)
+                            .all(|r| gated.contains(&r.wave))
                 };
                 let blocked = tree
                     .nodes
@@ -357,12 +468,13 @@ fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Opt
                 let mut rows: Vec<_> = plan.rows.iter().collect();
                 rows.sort_by_key(|r| r.wave);
                 for row in rows {
-                    if running.len() >= run.limits.jobs {
+                    if running.len() >= run.limits.jobs || parent_stop.is_some() {
                         break;
                     }
                     let ready = !running.contains(&row.name)
                         && state_of(&row.name).is_some_and(|s| !s.is_terminal())
                         && !blocked.iter().any(|(b, _)| *b == row.name)
+                        && gate_open(row.wave)
                         && row
                             .depends_on
                             .iter()
@@ -411,6 +523,107 @@ fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Opt
                 }
             }
         }
+        if run_stop.is_none()
+            && let Some((kind, reason)) = parent_stop
+        {
+            return stop_task(run, parent_rel, &parent_dir, kind, reason).map(Some);
+        }
         Ok(run_stop)
     })
+}
+
+/// Merge a passed sub-task's branch into the integration branch; the reason when it cannot be
+/// (a conflict names the sub-task and every conflicting file; the integration branch is left
+/// as it was and the sub-task's branch keeps its commits).
+fn merge_subtask(
+    run: &Run<'_>,
+    iso: &Isolation,
+    sub_rel: &str,
+    parent: &Workspace,
+) -> Result<(), String> {
+    let sub_dir = run.settings.project.join(sub_rel);
+    // A sub-task that passed before isolation was on has no branch: nothing to merge.
+    let Some(record) = crate::store::isolation::read(&sub_dir) else {
+        return Ok(());
+    };
+    let sub = Workspace {
+        cwd: PathBuf::from(&record.worktree),
+        worktree: PathBuf::from(&record.worktree),
+        branch: record.branch,
+    };
+    match iso.merge_back(&sub, parent) {
+        Ok(Merge::Conflict(files)) => Err(format!(
+            "merging {sub_rel} ({}) into {} conflicts in {}; resolve it by merging {} into {} \
+             (its worktree is {}), then run `orchestrate --task {}` again",
+            sub.branch,
+            parent.branch,
+            files.join(", "),
+            sub.branch,
+            parent.branch,
+            parent.worktree.display(),
+            parent_of(sub_rel).unwrap_or(sub_rel),
+        )),
+        Ok(how) => {
+            if how != Merge::UpToDate {
+                run.progress.event(
+                    "merged",
+                    json!({"task": sub_rel, "branch": sub.branch, "into": parent.branch}),
+                    || format!("⇢ {sub_rel}: merged {} into {}", sub.branch, parent.branch),
+                );
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("cannot merge {sub_rel} back: {e}")),
+    }
+}
+
+/// Run the integration gate of every wave whose sub-tasks are all terminal (and merged) and
+/// that has not passed yet, lowest first. A pass is recorded with the integration branch's tip
+/// in `logs/integration-<wave>.passed`, so a rerun does not repeat it for the same code.
+#[allow(clippy::too_many_arguments)]
+fn integration_gates(
+    run: &Run<'_>,
+    cmd: &str,
+    parent_rel: &str,
+    parent_dir: &Path,
+    parent: &Workspace,
+    plan: &Plan,
+    state_of: &dyn Fn(&str) -> Option<State>,
+    gated: &mut Vec<u32>,
+) -> anyhow::Result<Option<(StopKind, String)>> {
+    let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
+    waves.sort_unstable();
+    waves.dedup();
+    for wave in waves {
+        if gated.contains(&wave) {
+            continue;
+        }
+        let done = plan
+            .rows
+            .iter()
+            .filter(|r| r.wave <= wave)
+            .all(|r| state_of(&r.name).is_some_and(State::is_terminal));
+        if !done {
+            return Ok(None);
+        }
+        let tip = run
+            .isolation
+            .and_then(|iso| iso.repo.branch_tip(&parent.branch))
+            .unwrap_or_default();
+        let record = parent_dir.join(format!("logs/integration-{wave}.passed"));
+        if std::fs::read_to_string(&record).is_ok_and(|t| t.trim() == tip) {
+            gated.push(wave);
+            continue;
+        }
+        let stem = format!("integration-{wave}");
+        if let Some((kind, reason)) =
+            run_verify(run, cmd, parent_rel, parent_dir, Some(parent), &stem)?
+        {
+            let reason = format!("the integration gate after wave {wave} failed: {reason}");
+            return Ok(Some((kind, reason)));
+        }
+        write_atomic(&record, format!("{tip}\n").as_bytes())?;
+        gated.push(wave);
+    }
+    Ok(None)
 }

@@ -4,6 +4,7 @@
 pub mod adapter;
 pub mod agent;
 pub mod driver;
+pub mod isolation;
 pub mod phase;
 pub mod progress;
 pub mod record;
@@ -45,6 +46,8 @@ pub struct Run<'a> {
     pub max_peak: u64,
     /// Agents running at once, across every level of sub-tasks, at most `jobs`.
     pub slots: Slots,
+    /// Worktree isolation, when on.
+    pub isolation: Option<&'a isolation::Isolation>,
 }
 
 /// A counting semaphore: the number of agent processes running at once.

@@ -3,6 +3,7 @@
 
 use super::adapter::{PhaseReport, parse_log};
 use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent};
+use super::isolation::Workspace;
 use super::{Run, StopKind};
 use crate::settings::Settings;
 use crate::state::{Artifact, Phase};
@@ -108,6 +109,7 @@ pub fn run_phase(
     phase: Phase,
     task_rel: &str,
     task_dir: &Path,
+    ws: Option<&Workspace>,
 ) -> anyhow::Result<PhaseRun> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
@@ -117,7 +119,7 @@ pub fn run_phase(
     let prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
     crate::fsx::write_atomic(&prompt_file, prompt.as_bytes())?;
     let artifact = task_dir.join(phase.artifact().file_name());
-    let env: Vec<(String, String)> = [
+    let mut env: Vec<(String, String)> = [
         ("AUTOMATON_PHASE", phase.word().to_string()),
         ("AUTOMATON_TASK", task_rel.to_string()),
         ("AUTOMATON_TASK_DIR", task_dir.display().to_string()),
@@ -132,6 +134,7 @@ pub fn run_phase(
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
     .collect();
+    env.extend(workspace_env(ws));
     run.progress.event(
         "phase_started",
         json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
@@ -156,7 +159,7 @@ pub fn run_phase(
     };
     let spec = AgentSpec {
         command: run.agent_command,
-        cwd: &run.settings.project,
+        cwd: ws.map_or(&run.settings.project, |w| &w.cwd),
         env: &env,
         prompt: &prompt,
         log_path: &log,
@@ -212,31 +215,49 @@ pub fn run_phase(
     })
 }
 
-/// Run the verify command (same runner, same caps), logging to `logs/verify-<n>.log`.
+/// `AUTOMATON_WORKTREE` and `AUTOMATON_BRANCH` for an isolated task.
+fn workspace_env(ws: Option<&Workspace>) -> Vec<(String, String)> {
+    ws.map(|w| {
+        vec![
+            (
+                "AUTOMATON_WORKTREE".to_string(),
+                w.worktree.display().to_string(),
+            ),
+            ("AUTOMATON_BRANCH".to_string(), w.branch.clone()),
+        ]
+    })
+    .unwrap_or_default()
+}
+
+/// Run the verify command (same runner, same caps) in the task's workspace, logging to
+/// `logs/<stem>-<n>.log` (`verify`, or `integration-<wave>` for the gate after a wave).
 /// `Ok(None)` when it passed; `Ok(Some(reason))` when it failed.
 pub fn run_verify(
     run: &Run<'_>,
     command: &str,
     task_rel: &str,
     task_dir: &Path,
+    ws: Option<&Workspace>,
+    stem: &str,
 ) -> anyhow::Result<Option<(StopKind, String)>> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
-    let attempt = next_attempt(&logs, "verify");
-    let log = logs.join(format!("verify-{attempt}.log"));
+    let attempt = next_attempt(&logs, stem);
+    let log = logs.join(format!("{stem}-{attempt}.log"));
     run.progress.event(
         "verify_started",
         json!({"task": task_rel, "command": command, "log": log}),
         || format!("▶ {task_rel}: verify `{command}`"),
     );
-    let env = vec![(
+    let mut env = vec![(
         "AUTOMATON_TASK_DIR".to_string(),
         task_dir.display().to_string(),
     )];
+    env.extend(workspace_env(ws));
     let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
     let spec = AgentSpec {
         command,
-        cwd: &run.settings.project,
+        cwd: ws.map_or(&run.settings.project, |w| &w.cwd),
         env: &env,
         prompt: "",
         log_path: &log,
@@ -253,7 +274,7 @@ pub fn run_verify(
         let _slot = run.slots.acquire(run.cancel);
         run_agent(&spec)?
     };
-    let rel_log = format!("{task_rel}/logs/verify-{attempt}.log");
+    let rel_log = format!("{task_rel}/logs/{stem}-{attempt}.log");
     let failed = match &outcome.end {
         AgentEnd::Exited(s) if s.success() => None,
         AgentEnd::Exited(_) => Some((

@@ -179,6 +179,16 @@ pub static KEYS: &[KeySpec] = &[
         "command automaton runs itself before it accepts a PASS verdict, e.g. cargo test"
     ),
     key!(
+        "agent.isolation",
+        AgentMd,
+        "Agent",
+        "Isolation",
+        "auto",
+        Kind::Choice(&["auto", "worktree", "none"]),
+        None,
+        "worktree: a git worktree and branch per task, merged back; none: agents share the project tree; auto: worktree inside a git repository with a commit"
+    ),
+    key!(
         "phases.decomposition",
         ConfigMd,
         "Phases",

@@ -3,6 +3,7 @@
 //! `.stop`, `.origin`), the project lock file and the VRAM cache. A leaf layer: it knows
 //! files, not what the orchestrator decides with them.
 
+pub mod isolation;
 pub mod journal;
 pub mod lock;
 pub mod task_files;
