@@ -182,8 +182,32 @@ fn garbage_never_panics() {
     ];
     for g in &garbage {
         for a in [&Claude as &dyn Adapter, &Codex, &Aider, &CommandAdapter] {
-            let _ = a.parse(g);
-            let _ = a.live_line(g);
+            let r = a.parse(g);
+            let name = a.name();
+            // No verdict without a reason: a JSON adapter that cannot read a verdict says why.
+            if matches!(name, "claude" | "codex") && r.ok.is_none() {
+                assert!(
+                    r.error.is_some(),
+                    "{name} on {g:.40?}: no verdict and no error"
+                );
+            }
+            // An error is one a person can read (an error with a verdict is the agent's own).
+            if let Some(e) = &r.error {
+                assert!(!e.trim().is_empty(), "{name} on {g:.40?}: empty error");
+            }
+            // The command adapter reads nothing; token sums saturate, never overflow.
+            if name == "command" {
+                assert_eq!(r, PhaseReport::default(), "{g:.40?}");
+            }
+            assert!(
+                r.tokens() >= r.input_tokens && r.tokens() >= r.output_tokens,
+                "{name} on {g:.40?}: {r:?}"
+            );
+            // One line in (the live line's contract), one line out.
+            let live = a.live_line(g);
+            if !g.contains('\n') {
+                assert!(!live.contains('\n'), "{name} on {g:.40?}: {live:?}");
+            }
         }
     }
     // Every prefix of every fixture, at byte (char-boundary) steps.

@@ -76,11 +76,41 @@ struct Columns {
     scope: Option<usize>,
 }
 
+/// The cells of a table row, as GitHub-flavoured Markdown splits them: on every `|` that is not
+/// escaped, inside code spans too; `\|` is a `|` in the cell's text (other backslashes are kept
+/// as written). The leading and trailing `|` are optional.
 fn cells(line: &str) -> Vec<String> {
     let t = line.trim();
-    let t = t.strip_prefix('|').unwrap_or(t);
-    let t = t.strip_suffix('|').unwrap_or(t);
-    t.split('|')
+    let mut out = Vec::new();
+    let mut cell = String::new();
+    let mut chars = t.chars();
+    let mut trailing_pipe = false;
+    while let Some(c) = chars.next() {
+        trailing_pipe = false;
+        match c {
+            '\\' => match chars.next() {
+                Some('|') => cell.push('|'),
+                Some(next) => {
+                    cell.push('\\');
+                    cell.push(next);
+                }
+                None => cell.push('\\'),
+            },
+            '|' => {
+                out.push(std::mem::take(&mut cell));
+                trailing_pipe = true;
+            }
+            c => cell.push(c),
+        }
+    }
+    if !trailing_pipe {
+        out.push(cell);
+    }
+    // A leading `|` opens the row; it does not close an empty first cell.
+    if t.starts_with('|') && !out.is_empty() {
+        out.remove(0);
+    }
+    out.into_iter()
         .map(|c| c.trim().trim_matches('`').trim().to_string())
         .collect()
 }
@@ -341,6 +371,61 @@ mod tests {
         assert_eq!(cli.line, 7);
         assert_eq!(plan.row("cache").unwrap().estimate, Some(4000));
         assert!(plan.row("cache").unwrap().files.is_empty());
+    }
+
+    #[test]
+    fn cells_split_on_unescaped_pipes_only() {
+        assert_eq!(cells("| a | b |"), ["a", "b"]);
+        assert_eq!(cells("a | b"), ["a", "b"]);
+        assert_eq!(cells("| a | b"), ["a", "b"]);
+        assert_eq!(cells("| a |  |"), ["a", ""]);
+        assert_eq!(cells("|"), Vec::<String>::new());
+        assert_eq!(cells("| x \\| y | z |"), ["x | y", "z"]);
+        assert_eq!(cells("| `a \\|\\| b` | c |"), ["a || b", "c"]);
+        // An escaped pipe at the end is text, not the row's closing pipe.
+        assert_eq!(cells("| a | b \\|"), ["a", "b |"]);
+        // Other backslashes stay; `\\` escapes the backslash, so the pipe after it splits.
+        assert_eq!(cells(r"| C:\dir | a\\| b |"), [r"C:\dir", r"a\\", "b"]);
+        assert_eq!(cells(r"| end \"), [r"end \"]);
+    }
+
+    #[test]
+    fn escaped_pipes_stay_in_their_cell() {
+        let plan = parse_decomposition(&format!(
+            "{HEADER}| a | 1 | - | 6k | src/a.rs | Parse `x \\| y` and a\\|b |\n| b | 2 | a | 4k | - | Or \\| and |\n"
+        ))
+        .unwrap();
+        let a = plan.row("a").unwrap();
+        assert_eq!(a.scope, "Parse `x | y` and a|b");
+        assert_eq!(a.files, vec!["src/a.rs"]);
+        assert_eq!(a.line, 5);
+        let b = plan.row("b").unwrap();
+        assert_eq!((b.wave, b.scope.as_str()), (2, "Or | and"));
+        assert_eq!(b.depends_on, vec!["a"]);
+        // Errors still name the right line and cell when a row before or the row itself has
+        // escaped pipes.
+        let e = |rows: &str| {
+            parse_decomposition(&format!("{HEADER}{rows}"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            e("| a | 1 | - | 6k | - | x \\| y \\| z |\n| b | 2 | zed | 6k | - | p \\| q |\n"),
+            "line 6: cell `Depends on`: `b` depends on unknown sub-task `zed`"
+        );
+        assert!(
+            e("| a | 1 | - | 6k | - | x |\n| b \\| c | 2 | a | 6k | - | y |\n")
+                .contains("line 6: cell `Sub-task`: `b | c` is not a kebab-case name")
+        );
+        assert!(
+            e("| a | 1 | - | 6\\|k | - | x |\n")
+                .contains("line 5: cell `Estimated peak context`: `6|k` is not a token count")
+        );
+        // Unescaped, the same pipe splits the cell and shifts the columns after it.
+        assert!(
+            e("| a | 1 | - | 6k | - | x |\n| b | - | 2 | a | 6k | y |\n")
+                .contains("line 6: cell `Wave`: `-` is not a wave number")
+        );
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! [`lookup`] is pure: it normalises a model name and matches the longest prefix in [`TABLE`].
 //! [`detect_model`] does the reading: config.md, `.agent.md`, then the agents' own config files
-//! and environment, reading at most 10 KB of each file and keeping only the line it needs.
+//! and environment, reading at most 10 KB of each file: JSON (`serde_json`) and TOML (`toml`)
+//! are parsed and only their top-level `model` is taken; YAML and `.env` are read by line.
 
 use std::path::{Path, PathBuf};
 
@@ -330,79 +331,243 @@ struct FileHit {
     where_: String,
 }
 
-/// Read at most 10 KB of one agent config file and keep only the model line (and, for Codex,
-/// `model_context_window`). Warns, naming the file only, when the part read holds what looks
-/// like an API key.
+/// Read at most 10 KB of one agent config file and take the model from it: JSON and TOML are
+/// parsed (only the top-level `model` counts, never a nested one such as
+/// `statusLine.model`), YAML and `.env` are read line by line. Warns, naming the file only,
+/// when the part read holds what looks like an API key; a malformed file gets a warning naming
+/// the file, line and column, never the text.
 fn read_agent_file(source: &(PathBuf, FileKind), warnings: &mut Vec<String>) -> Option<FileHit> {
     let (path, kind) = source;
-    let (bytes, _truncated) = crate::fsx::read_prefix(path, MAX_FILE_BYTES).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    let mut hit: Option<FileHit> = None;
-    let mut window = None;
-    let mut secret = false;
-    let mut in_table = false;
-    for (i, line) in text.lines().enumerate() {
-        if looks_like_secret(line) {
-            secret = true;
-        }
-        let t = line.trim();
-        if *kind == FileKind::CodexToml && t.starts_with('[') {
-            in_table = true; // only the top-level keys; profiles are not followed
-        }
-        let model = match kind {
-            FileKind::ClaudeJson => {
-                json_string_value(t, "model").or_else(|| json_string_value(t, "ANTHROPIC_MODEL"))
-            }
-            FileKind::CodexToml if !in_table => {
-                if let Some(v) = toml_key_value(t, "model_context_window") {
-                    window = v.parse::<u64>().ok().filter(|w| *w > 0);
-                    None
-                } else {
-                    toml_key_value(t, "model")
-                }
-            }
-            FileKind::AiderYaml if !line.starts_with([' ', '\t']) => yaml_key_value(t, "model"),
-            FileKind::DotEnv => dotenv_model(t),
-            _ => None,
-        };
-        if hit.is_none()
-            && let Some(m) = model.filter(|m| !m.is_empty() && !looks_like_secret(m))
-        {
-            hit = Some(FileHit {
-                model: m,
-                window: None,
-                where_: format!("{}:{}", path.display(), i + 1),
-            });
-        }
-    }
-    if secret {
+    let (bytes, truncated) = crate::fsx::read_prefix(path, MAX_FILE_BYTES).ok()?;
+    if String::from_utf8_lossy(&bytes)
+        .lines()
+        .any(looks_like_secret)
+    {
         warnings.push(format!(
-            "{} holds what looks like an API key; automaton read only its model line and never \
+            "{} holds what looks like an API key; automaton read only its model and never \
              prints keys, but a detection script may read that file too",
             path.display()
         ));
     }
-    hit.map(|mut h| {
-        h.window = window;
-        h
+    let cap_kib = MAX_FILE_BYTES / 1024;
+    match kind {
+        FileKind::ClaudeJson if truncated => {
+            // A JSON document cut short cannot be parsed, and a later duplicate `model` key
+            // would win over one seen early, so nothing is taken from it.
+            warnings.push(format!(
+                "{}: larger than {cap_kib} KiB; a JSON file cut short cannot be parsed, so no \
+                 model was read from it (set `Model` in config.md)",
+                path.display()
+            ));
+            None
+        }
+        FileKind::ClaudeJson => claude_settings_model(path, &bytes, warnings),
+        FileKind::CodexToml => {
+            // TOML puts every top-level key before the first table and forbids duplicate keys,
+            // so a top-level key found in the complete lines of the first 10 KB is whole and
+            // final. A cut inside a multi-line value leaves it unterminated: the parse fails
+            // and says so.
+            let whole = if truncated {
+                warnings.push(format!(
+                    "{}: larger than {cap_kib} KiB; only the top-level keys in its first \
+                     {cap_kib} KiB were read",
+                    path.display()
+                ));
+                let end = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                &bytes[..end]
+            } else {
+                &bytes[..]
+            };
+            codex_config_model(path, whole, warnings)
+        }
+        FileKind::AiderYaml | FileKind::DotEnv => {
+            let mut text = String::from_utf8_lossy(&bytes).into_owned();
+            if truncated {
+                warnings.push(format!(
+                    "{}: larger than {cap_kib} KiB; only its first {cap_kib} KiB were read",
+                    path.display()
+                ));
+                // The last line read may be cut short: leave it out.
+                text.truncate(text.rfind('\n').map_or(0, |i| i + 1));
+            }
+            line_model(path, *kind, &text)
+        }
+    }
+}
+
+/// A YAML (`model:` at the top level) or `.env` (`*_MODEL=`) file, line by line.
+fn line_model(path: &Path, kind: FileKind, text: &str) -> Option<FileHit> {
+    text.lines().enumerate().find_map(|(i, line)| {
+        let t = line.trim();
+        let model = match kind {
+            FileKind::AiderYaml if !line.starts_with([' ', '\t']) => yaml_key_value(t, "model"),
+            FileKind::DotEnv => dotenv_model(t),
+            _ => None,
+        }?;
+        (!model.is_empty() && !looks_like_secret(&model)).then(|| FileHit {
+            model,
+            window: None,
+            where_: format!("{}:{}", path.display(), i + 1),
+        })
     })
 }
 
-/// `"key": "value"` on one line of JSON.
-fn json_string_value(line: &str, key: &str) -> Option<String> {
-    let needle = format!("\"{key}\"");
-    let i = line.find(&needle)?;
-    let rest = line[i + needle.len()..].trim_start().strip_prefix(':')?;
-    let rest = rest.trim_start().strip_prefix('"')?;
-    let end = rest.find('"')?;
-    Some(rest[..end].trim().to_string())
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &[u8], offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let line_start = before
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |i| i + 1);
+    let col = String::from_utf8_lossy(&before[line_start..])
+        .chars()
+        .count()
+        + 1;
+    (line, col)
 }
 
-/// `key = "value"` or `key = 123` at the top of a TOML file.
-fn toml_key_value(line: &str, key: &str) -> Option<String> {
-    let rest = line.strip_prefix(key)?.trim_start().strip_prefix('=')?;
-    let v = rest.split(" #").next().unwrap_or("").trim();
-    Some(unquote(v).to_string())
+/// A malformed-file warning built from serde_json's category and position only: its own
+/// messages can quote a value, and the file may hold keys.
+fn json_warning(path: &Path, e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    let why = match e.classify() {
+        Category::Eof => "malformed JSON (it ends early)",
+        Category::Syntax => "malformed JSON",
+        Category::Data => "not a JSON object",
+        Category::Io => "unreadable",
+    };
+    format!(
+        "{}:{}:{}: {why}; no model read from it",
+        path.display(),
+        e.line(),
+        e.column()
+    )
+}
+
+/// `.claude/settings.json`: the top-level `"model"`, else `"env": {"ANTHROPIC_MODEL": …}`.
+/// Each value is kept raw (a slice of the text) until it is chosen, so its line is known and
+/// nothing else in the file is decoded. A key given twice: the last wins, as in Claude Code.
+fn claude_settings_model(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> Option<FileHit> {
+    use serde_json::value::RawValue;
+    use std::collections::BTreeMap;
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        warnings.push(format!(
+            "{}: not UTF-8 text; no model read from it",
+            path.display()
+        ));
+        return None;
+    };
+    let top: BTreeMap<String, &RawValue> = match serde_json::from_str(text) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(json_warning(path, &e));
+            return None;
+        }
+    };
+    let string_at = |raw: &RawValue, key: &str, warnings: &mut Vec<String>| {
+        // A RawValue borrows from `text`: its address gives its offset, hence its line.
+        let offset = (raw.get().as_ptr() as usize).saturating_sub(text.as_ptr() as usize);
+        let (line, col) = line_col(bytes, offset);
+        match serde_json::from_str::<serde_json::Value>(raw.get()) {
+            Ok(serde_json::Value::String(s)) => {
+                let s = s.trim();
+                (!s.is_empty() && !looks_like_secret(s)).then(|| FileHit {
+                    model: s.to_string(),
+                    window: None,
+                    where_: format!("{}:{line}", path.display()),
+                })
+            }
+            _ => {
+                warnings.push(format!(
+                    "{}:{line}:{col}: `{key}` is not a string; ignored",
+                    path.display()
+                ));
+                None
+            }
+        }
+    };
+    if let Some(hit) = top
+        .get("model")
+        .and_then(|raw| string_at(raw, "model", warnings))
+    {
+        return Some(hit);
+    }
+    // An `env` that is not an object names no model (Claude Code would refuse it anyway).
+    let env: BTreeMap<String, &RawValue> = serde_json::from_str(top.get("env")?.get()).ok()?;
+    env.get("ANTHROPIC_MODEL")
+        .and_then(|raw| string_at(raw, "env.ANTHROPIC_MODEL", warnings))
+}
+
+/// The part of `~/.codex/config.toml` automaton reads: top-level keys only (`[profiles.*]` and
+/// other tables are not followed). Values are checked after the parse so that one of the wrong
+/// type is named on its own line instead of failing the whole file.
+#[derive(serde::Deserialize)]
+struct CodexConfig {
+    model: Option<toml::Spanned<toml::Value>>,
+    model_context_window: Option<toml::Spanned<toml::Value>>,
+}
+
+/// `~/.codex/config.toml`: top-level `model` and `model_context_window`.
+fn codex_config_model(path: &Path, bytes: &[u8], warnings: &mut Vec<String>) -> Option<FileHit> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        warnings.push(format!(
+            "{}: not UTF-8 text; no model read from it",
+            path.display()
+        ));
+        return None;
+    };
+    let config: CodexConfig = match toml::from_str(text) {
+        Ok(c) => c,
+        Err(e) => {
+            let at = e.span().map_or(String::new(), |s| {
+                let (line, col) = line_col(bytes, s.start);
+                format!(":{line}:{col}")
+            });
+            // toml's message names keys and what it expected, not values; its full `Display`
+            // quotes the line, which may hold a key, so that is not used.
+            let msg = e.message().lines().next().unwrap_or("").trim();
+            let msg = if msg.is_empty() || looks_like_secret(msg) {
+                "malformed TOML"
+            } else {
+                msg
+            };
+            warnings.push(format!(
+                "{}{at}: malformed TOML ({msg}); no model read from it",
+                path.display()
+            ));
+            return None;
+        }
+    };
+    let model = config.model?;
+    let (line, col) = line_col(bytes, model.span().start);
+    let toml::Value::String(name) = model.get_ref() else {
+        warnings.push(format!(
+            "{}:{line}:{col}: `model` is not a string; ignored",
+            path.display()
+        ));
+        return None;
+    };
+    let name = name.trim();
+    if name.is_empty() || looks_like_secret(name) {
+        return None;
+    }
+    let window = config.model_context_window.and_then(|w| match w.get_ref() {
+        toml::Value::Integer(n) if *n > 0 => u64::try_from(*n).ok(),
+        _ => {
+            let (wl, wc) = line_col(bytes, w.span().start);
+            warnings.push(format!(
+                "{}:{wl}:{wc}: `model_context_window` is not a positive integer; ignored",
+                path.display()
+            ));
+            None
+        }
+    });
+    Some(FileHit {
+        model: name.to_string(),
+        window,
+        where_: format!("{}:{line}", path.display()),
+    })
 }
 
 /// `key: value` on a top-level YAML line.
@@ -565,15 +730,12 @@ mod tests {
     #[test]
     fn line_readers() {
         assert_eq!(
-            json_string_value(r#"  "model": "opus","#, "model"),
+            claude(r#"{ "model": "opus", "models": ["a"] }"#).0,
             Some("opus".into())
         );
-        assert_eq!(json_string_value(r#""models": ["a"]"#, "model"), None);
-        assert_eq!(
-            toml_key_value(r#"model = "gpt-5" # mine"#, "model"),
-            Some("gpt-5".into())
-        );
-        assert_eq!(toml_key_value("model_provider = \"x\"", "model"), None);
+        assert_eq!(claude(r#"{"models": ["a"]}"#), (None, vec![]));
+        assert_eq!(codex("model = \"gpt-5\" # mine\n").0, Some("gpt-5".into()));
+        assert_eq!(codex("model_provider = \"x\"\n"), (None, vec![]));
         assert_eq!(
             yaml_key_value("model: 'gpt-4o'", "model"),
             Some("gpt-4o".into())
@@ -584,6 +746,204 @@ mod tests {
         );
         assert_eq!(dotenv_model("OPENAI_API_KEY=sk-abc"), None);
         assert_eq!(dotenv_model("# FOO_MODEL=x"), None);
+    }
+
+    /// The model `claude_settings_model` takes from `text`, and its warnings.
+    fn claude(text: &str) -> (Option<String>, Vec<String>) {
+        let mut w = Vec::new();
+        let hit = claude_settings_model(Path::new("s.json"), text.as_bytes(), &mut w);
+        (hit.map(|h| h.model), w)
+    }
+
+    /// The model `codex_config_model` takes from `text`, and its warnings.
+    fn codex(text: &str) -> (Option<String>, Vec<String>) {
+        let mut w = Vec::new();
+        let hit = codex_config_model(Path::new("c.toml"), text.as_bytes(), &mut w);
+        (hit.map(|h| h.model), w)
+    }
+
+    fn hit_of(path: &Path, text: &str, kind: FileKind) -> (Option<FileHit>, Vec<String>) {
+        std::fs::write(path, text).expect("write");
+        let mut w = Vec::new();
+        (read_agent_file(&(path.to_path_buf(), kind), &mut w), w)
+    }
+
+    #[test]
+    fn json_takes_the_top_level_model_only() {
+        // The bug the line scan had: a nested `model` first.
+        let text =
+            "{\n  \"statusLine\": {\"model\": \"haiku\"},\n  \"model\": \"claude-opus-4-6\"\n}\n";
+        let mut w = Vec::new();
+        let hit =
+            claude_settings_model(Path::new("s.json"), text.as_bytes(), &mut w).expect("a model");
+        assert_eq!(hit.model, "claude-opus-4-6");
+        assert_eq!(hit.where_, "s.json:3");
+        assert_eq!(w, Vec::<String>::new());
+        // All on one line, nested after.
+        assert_eq!(
+            claude(r#"{"model":"claude-opus-4-6","statusLine":{"model":"haiku"}}"#),
+            (Some("claude-opus-4-6".into()), vec![])
+        );
+        // Only nested: none.
+        assert_eq!(
+            claude(r#"{"statusLine":{"model":"haiku"},"permissions":{"model":"x"}}"#),
+            (None, vec![])
+        );
+        // `env.ANTHROPIC_MODEL` when there is no top-level `model`; never a nested one elsewhere.
+        assert_eq!(
+            claude(
+                r#"{"statusLine":{"ANTHROPIC_MODEL":"haiku"},"env":{"ANTHROPIC_MODEL":"sonnet"}}"#
+            ),
+            (Some("sonnet".into()), vec![])
+        );
+        assert_eq!(
+            claude(r#"{"env":{"ANTHROPIC_MODEL":"sonnet"},"model":"opus"}"#).0,
+            Some("opus".into())
+        );
+        assert_eq!(claude(r#"{"env":"ANTHROPIC_MODEL"}"#), (None, vec![]));
+        // A key given twice: the last wins, as JSON.parse does.
+        assert_eq!(
+            claude(r#"{"model":"haiku","model":"opus"}"#).0,
+            Some("opus".into())
+        );
+        // Escapes are decoded.
+        assert_eq!(
+            claude(r#"{"model":"claude-opus-4-6\u005b1m]"}"#).0,
+            Some("claude-opus-4-6[1m]".into())
+        );
+    }
+
+    #[test]
+    fn json_wrong_types_and_malformed_files_warn_with_position() {
+        let (m, w) = claude("{\n  \"model\": 42\n}\n");
+        assert_eq!(m, None);
+        assert_eq!(w, vec!["s.json:2:12: `model` is not a string; ignored"]);
+        let (m, w) = claude("{\n  \"model\": \"opus\",\n}\n");
+        assert_eq!(m, None);
+        assert_eq!(w, vec!["s.json:3:1: malformed JSON; no model read from it"]);
+        let (m, w) = claude("{\"model\": \"op");
+        assert_eq!(m, None);
+        assert_eq!(
+            w,
+            vec!["s.json:1:13: malformed JSON (it ends early); no model read from it"]
+        );
+        // Not an object, and its value is never quoted in the warning.
+        let (m, w) = claude("\"sk-ant-api03-DO-NOT-PRINT-0123456789\"");
+        assert_eq!(m, None);
+        assert_eq!(w.len(), 1);
+        assert!(w[0].starts_with("s.json:1:"), "{}", w[0]);
+        assert!(w[0].contains("not a JSON object"), "{}", w[0]);
+        assert!(!w[0].contains("DO-NOT-PRINT"), "{}", w[0]);
+        let mut w = Vec::new();
+        assert!(
+            claude_settings_model(Path::new("s.json"), b"{\"model\":\"\xff\"}", &mut w).is_none()
+        );
+        assert_eq!(w, vec!["s.json: not UTF-8 text; no model read from it"]);
+    }
+
+    #[test]
+    fn toml_takes_the_top_level_model_only() {
+        let text = "# mine\nmodel_provider = \"openai\"\nmodel = \"gpt-5\"\nmodel_context_window = 300000\n\n[profiles.fast]\nmodel = \"o3\"\n\n[tui.status]\nmodel = { name = \"haiku\" }\n";
+        let mut w = Vec::new();
+        let hit =
+            codex_config_model(Path::new("c.toml"), text.as_bytes(), &mut w).expect("a model");
+        assert_eq!((hit.model.as_str(), hit.window), ("gpt-5", Some(300_000)));
+        assert_eq!(hit.where_, "c.toml:3");
+        assert_eq!(w, Vec::<String>::new());
+        // Only in tables (or a dotted key into one): none.
+        assert_eq!(codex("[profiles.fast]\nmodel = \"o3\"\n"), (None, vec![]));
+        assert_eq!(codex("profiles.fast.model = \"o3\"\n"), (None, vec![]));
+        // Wrong types are named with their line; a bad window keeps the model.
+        assert_eq!(
+            codex("model = 5\n"),
+            (
+                None,
+                vec!["c.toml:1:9: `model` is not a string; ignored".into()]
+            )
+        );
+        let mut w = Vec::new();
+        let hit = codex_config_model(
+            Path::new("c.toml"),
+            b"model = \"gpt-5\"\nmodel_context_window = \"big\"\n",
+            &mut w,
+        )
+        .expect("a model");
+        assert_eq!(hit.window, None);
+        assert_eq!(
+            w,
+            vec!["c.toml:2:24: `model_context_window` is not a positive integer; ignored"]
+        );
+    }
+
+    #[test]
+    fn malformed_toml_warns_with_line_and_column_never_the_text() {
+        let (m, w) = codex("model = \"gpt-5\"\napi_key = sk-proj-DO-NOT-PRINT-0123456789\n");
+        assert_eq!(m, None);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("c.toml:2:11: malformed TOML ("),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].ends_with("; no model read from it"), "{}", w[0]);
+        assert!(!w[0].contains("DO-NOT-PRINT"), "{}", w[0]);
+        // A duplicate key is an error in TOML.
+        let (m, w) = codex("model = \"a\"\nmodel = \"b\"\n");
+        assert_eq!(m, None);
+        assert!(w[0].starts_with("c.toml:2:1: malformed TOML ("), "{}", w[0]);
+    }
+
+    #[test]
+    fn files_over_the_cap() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let pad = format!("\"{}\"", "x".repeat(MAX_FILE_BYTES));
+        // JSON: a cut document is not parsed, even with the model in the part read.
+        let path = dir.path().join("settings.json");
+        let (hit, w) = hit_of(
+            &path,
+            &format!("{{\"model\": \"opus\", \"p\": {pad}}}"),
+            FileKind::ClaudeJson,
+        );
+        assert!(hit.is_none());
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("settings.json: larger than 10 KiB"),
+            "{}",
+            w[0]
+        );
+        assert!(w[0].contains("no model was read"), "{}", w[0]);
+        // TOML: the top-level keys before the cut are whole.
+        let path = dir.path().join("config.toml");
+        let (hit, w) = hit_of(
+            &path,
+            &format!("model = \"gpt-5\"\n[projects.a]\np = {pad}\n"),
+            FileKind::CodexToml,
+        );
+        assert_eq!(hit.expect("a model").model, "gpt-5");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("config.toml: larger than 10 KiB"), "{}", w[0]);
+        // ... unless the cut is inside a value: then the parse says so.
+        let (hit, w) = hit_of(
+            &path,
+            &format!(
+                "model = \"gpt-5\"\np = \"\"\"\n{}\n\"\"\"\n",
+                "x\n".repeat(MAX_FILE_BYTES)
+            ),
+            FileKind::CodexToml,
+        );
+        assert!(hit.is_none());
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[1].contains("config.toml:"), "{}", w[1]);
+        assert!(w[1].contains(": malformed TOML ("), "{}", w[1]);
+        // YAML: a model line cut short is not taken.
+        let path = dir.path().join(".aider.conf.yml");
+        let text = format!(
+            "{}model: gpt-4o-mini\n",
+            "#\n".repeat(MAX_FILE_BYTES / 2 - 7)
+        );
+        let (hit, w) = hit_of(&path, &text, FileKind::AiderYaml);
+        assert!(hit.is_none(), "{:?}", hit.map(|h| h.model));
+        assert_eq!(w.len(), 1, "{w:?}");
     }
 
     #[test]

@@ -259,7 +259,37 @@ mod tests {
         let mut w = Vec::new();
         let r = run_probe(&SystemProbe, &mut w);
         // This machine has RAM; GPUs may or may not be there.
-        assert!(r.ram_gb.is_some_and(|g| g > 0.0), "{r:?}");
-        assert!(r.vram_gib.is_some() || r.no_gpu_reason.is_some());
+        let ram = r.ram_gb.expect("RAM read");
+        assert!(ram > 0.0, "{r:?}");
+        // No more than the kernel says the machine has (a cgroup limit can only lower it).
+        let meminfo = std::fs::read_to_string("/proc/meminfo").expect("/proc/meminfo");
+        let total_kib: f64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("MemTotal");
+        assert!(
+            ram <= (total_kib * 1024.0 / GIB * 10.0).round() / 10.0,
+            "{r:?}"
+        );
+        // Either GPUs and their summed VRAM, or no GPU and why: never both, never neither.
+        match (&r.vram_gib, &r.no_gpu_reason) {
+            (Some(v), None) => {
+                assert!(!r.gpus.is_empty(), "{r:?}");
+                let sum: f64 = r.gpus.iter().map(|g| g.total_gb).sum();
+                assert!(
+                    (*v as f64 - sum).abs() <= 0.5 + 0.01 * r.gpus.len() as f64,
+                    "{r:?}"
+                );
+                for g in &r.gpus {
+                    assert!(g.total_gb > 0.0 && g.free_gb <= g.total_gb, "{r:?}");
+                }
+            }
+            (None, Some(reason)) => {
+                assert!(r.gpus.is_empty(), "{r:?}");
+                assert!(!reason.trim().is_empty(), "{r:?}");
+            }
+            _ => panic!("VRAM and the no-GPU reason disagree: {r:?}"),
+        }
     }
 }
