@@ -1,6 +1,6 @@
 //! `automaton graph`.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::{GraphArgs, GraphFormat};
 use crate::report::graph::{self, render_graph};
 use crate::report::{phase_config, print_warnings};
@@ -16,6 +16,6 @@ pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> anyhow::Result<u8> {
         GraphFormat::Mermaid => graph::GraphFormat::Mermaid,
         GraphFormat::Dot => graph::GraphFormat::Dot,
     };
-    print!("{}", render_graph(&tree, &ctx.command_prefix(), format));
+    out::print(render_graph(&tree, &ctx.command_prefix(), format))?;
     Ok(crate::exit::OK)
 }

@@ -5,6 +5,7 @@ mod config;
 mod detect_vram;
 mod graph;
 mod orchestrate;
+pub mod out;
 mod status;
 mod task;
 
@@ -62,6 +63,8 @@ pub fn main() -> ExitCode {
     };
     let code = match run(&cli) {
         Ok(code) => code,
+        // The reader went away (`automaton status | head -1`): done, quietly.
+        Err(e) if matches!(e.downcast_ref(), Some(out::StdoutError::BrokenPipe)) => exit::OK,
         Err(e) => {
             let code = e
                 .downcast_ref::<exit::Failure>()

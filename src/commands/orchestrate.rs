@@ -1,7 +1,7 @@
 //! `automaton orchestrate` / `automaton continue`: pick a task, drive it through the run layer,
 //! and say how it ended; manual mode only reports.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::OrchestrateArgs;
 use crate::exit;
 use crate::names;
@@ -120,7 +120,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
-        return Ok(nothing_to_do(ctx, &config, &prefix));
+        return nothing_to_do(ctx, &config, &prefix);
     };
     // The command line may carry a key (`--openai-api-key ...`): never print it.
     let shown = crate::settings::value::redact(&agent_command);
@@ -140,11 +140,11 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
             if human_out && let Some(i) = tree.find(&rel) {
                 let mut out = String::new();
                 report::render_task(&task_view(&tree, i, &prefix), true, &mut out);
-                println!("\n{out}");
+                out::println(format_args!("\n{out}"))?;
             }
             progress.event("complete", json!({"task": rel}), String::new);
             if human_out {
-                println!("ORCHESTRATION_COMPLETE");
+                out::println("ORCHESTRATION_COMPLETE")?;
             }
             Ok(exit::OK)
         }
@@ -165,11 +165,12 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
                 let mut view = task_view(&tree, i, &prefix);
                 view.reason = None;
                 report::render_task(&view, true, &mut out);
-                println!("\n{out}");
+                // The stop's code says how the run ended, closed pipe or not.
+                out::println(format_args!("\n{out}")).or_else(out::closed_is_ok)?;
             }
             let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
             if human_out {
-                println!("{line}");
+                out::println(&line).or_else(out::closed_is_ok)?;
             } else {
                 eprintln!("{line}");
             }
@@ -252,25 +253,27 @@ pub fn most_advanced(tree: &TaskTree) -> Option<String> {
     Some(tree.nodes[top_of(best)].rel.clone())
 }
 
-fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
+fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
     let tree = TaskTree::load(&ctx.project, config);
     if tree.nodes.is_empty() {
-        println!("No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`.");
-        return exit::OK;
+        out::println(format_args!(
+            "No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`."
+        ))?;
+        return Ok(exit::OK);
     }
-    print!("{}", render_report(&tree, prefix, true, false));
+    out::print(render_report(&tree, prefix, true, false))?;
     if tree
         .nodes
         .iter()
         .any(|n| n.state() == State::HumanIntervention)
     {
-        println!(
-            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above"
-        );
-        exit::NEEDS_HUMAN
+        out::println(
+            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above",
+        )?;
+        Ok(exit::NEEDS_HUMAN)
     } else {
-        println!("ORCHESTRATION_COMPLETE");
-        exit::OK
+        out::println("ORCHESTRATION_COMPLETE")?;
+        Ok(exit::OK)
     }
 }
 
@@ -283,7 +286,7 @@ fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
     let tree = TaskTree::load(&ctx.project, config);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
-    print!("{}", render_report(&tree, prefix, false, true));
+    out::print(render_report(&tree, prefix, false, true))?;
     let new: Vec<&str> = created
         .iter()
         .filter(|(_, now)| *now)
@@ -291,8 +294,12 @@ fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
         .collect();
     if !new.is_empty() {
         let _ = crate::detect::invalidate_cache(&ctx.project);
-        println!("\nCreated {} task(s): {}", new.len(), new.join(", "));
+        out::println(format_args!(
+            "\nCreated {} task(s): {}",
+            new.len(),
+            new.join(", ")
+        ))?;
     }
-    println!("ORCHESTRATION_COMPLETE");
+    out::println("ORCHESTRATION_COMPLETE")?;
     Ok(exit::OK)
 }

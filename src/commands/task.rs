@@ -1,6 +1,6 @@
 //! `automaton task create`.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::TaskCreateArgs;
 use crate::names;
 use crate::state::State;
@@ -26,6 +26,6 @@ pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> anyhow::Result<u8> {
     )?;
     // Seed 000: a new task invalidates the VRAM detection cache.
     let _ = crate::detect::invalidate_cache(&ctx.project);
-    println!("created {rel} ({})", start.word());
+    out::println(format_args!("created {rel} ({})", start.word()))?;
     Ok(crate::exit::OK)
 }
