@@ -97,3 +97,106 @@ fn a_pipe_closed_before_the_first_write_ends_every_command_with_exit_0() {
         assert_quiet_success(args, into_closed_pipe(&p, args));
     }
 }
+
+#[test]
+fn a_bad_kill_grace_is_an_error_naming_the_variable() {
+    let p = Project::new();
+    let out = p
+        .orchestrate()
+        .arg("add a greeting")
+        .env("AUTOMATON_KILL_GRACE", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: environment variable AUTOMATON_KILL_GRACE: expected a duration like 90s, 45m \
+         or 24h, not `soon`\n"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!p.join("tasks").exists(), "nothing was created");
+    // Every command reads the settings, so every command says so.
+    p.cmd()
+        .arg("status")
+        .env("AUTOMATON_CONTRACT_GRACE", "1 fortnight")
+        .assert()
+        .code(1)
+        .stderr(predicates::str::starts_with(
+            "error: environment variable AUTOMATON_CONTRACT_GRACE: expected a duration",
+        ));
+}
+
+#[test]
+fn config_shows_the_environment_knobs_and_their_origin() {
+    let p = Project::new();
+    let defaults = p
+        .cmd()
+        .arg("config")
+        .env_remove("AUTOMATON_HOME")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(defaults.stdout).unwrap();
+    let section = text
+        .split_once("environment ## Variables\n")
+        .unwrap_or_else(|| panic!("no environment section in\n{text}"))
+        .1;
+    assert_eq!(
+        section,
+        "  AUTOMATON_HOME                 ~/.automaton             # default\n\
+         \x20 AUTOMATON_KILL_GRACE           5s                       # default\n\
+         \x20 AUTOMATON_CONTRACT_GRACE       10s                      # default\n\
+         \x20 AUTOMATON_VRAM_SCRIPT_TIMEOUT  10                       # default\n"
+    );
+
+    let home = p.home.path().join(".automaton").display().to_string();
+    let out = p
+        .cmd()
+        .arg("config")
+        .env("AUTOMATON_KILL_GRACE", "300ms")
+        .env("AUTOMATON_CONTRACT_GRACE", "2s")
+        .env("AUTOMATON_VRAM_SCRIPT_TIMEOUT", "0.5")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        format!(
+            "  AUTOMATON_HOME                 {home:<24} # env AUTOMATON_HOME"
+        ),
+        "  AUTOMATON_KILL_GRACE           300ms                    # env AUTOMATON_KILL_GRACE"
+            .to_string(),
+        "  AUTOMATON_CONTRACT_GRACE       2s                       # env AUTOMATON_CONTRACT_GRACE"
+            .to_string(),
+        "  AUTOMATON_VRAM_SCRIPT_TIMEOUT  0.5                      # env AUTOMATON_VRAM_SCRIPT_TIMEOUT"
+            .to_string(),
+    ] {
+        assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+    }
+
+    let json: serde_json::Value = serde_json::from_slice(
+        &p.cmd()
+            .args(["config", "--json"])
+            .env("AUTOMATON_KILL_GRACE", "300ms")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let grace = json["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "env.kill_grace")
+        .unwrap_or_else(|| panic!("no env.kill_grace in {json:#}"));
+    assert_eq!(
+        grace,
+        &serde_json::json!({
+            "id": "env.kill_grace",
+            "file": "environment",
+            "section": "Variables",
+            "key": "AUTOMATON_KILL_GRACE",
+            "value": "300ms",
+            "origin": "env AUTOMATON_KILL_GRACE",
+        })
+    );
+}

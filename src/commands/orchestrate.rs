@@ -9,7 +9,7 @@ use crate::report::{self, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::progress::{self, Progress};
 use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver};
-use crate::settings::{Origin, Settings, value::parse_duration};
+use crate::settings::{Key, Origin, Settings};
 use crate::state::{PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
@@ -18,43 +18,36 @@ use std::time::{Duration, Instant};
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
-    let flags: [(&str, Option<String>, &'static str); 6] = [
-        ("agent.command", args.agent.clone(), "--agent"),
+    let flags: [(Key, Option<String>, &'static str); 6] = [
+        (Key::AgentCommand, args.agent.clone(), "--agent"),
         (
-            "limits.max_iterations",
+            Key::MaxIterations,
             args.max_iterations.map(|n| n.to_string()),
             "--max-iterations",
         ),
         (
-            "limits.max_phase_time",
+            Key::MaxPhaseTime,
             args.max_phase_time.clone(),
             "--max-phase-time",
         ),
         (
-            "limits.max_total_time",
+            Key::MaxTotalTime,
             args.max_total_time.clone(),
             "--max-total-time",
         ),
         (
-            "limits.stall_timeout",
+            Key::StallTimeout,
             args.stall_timeout.clone(),
             "--stall-timeout",
         ),
-        ("limits.jobs", args.jobs.map(|n| n.to_string()), "--jobs"),
+        (Key::Jobs, args.jobs.map(|n| n.to_string()), "--jobs"),
     ];
-    for (id, value, flag) in flags {
+    for (key, value, flag) in flags {
         if let Some(v) = value {
-            s.set(id, &v, Origin::Flag(flag))?;
+            s.set(key, &v, Origin::Flag(flag))?;
         }
     }
     Ok(s)
-}
-
-fn env_duration(name: &str, default: Duration) -> Duration {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| parse_duration(&v).ok())
-        .unwrap_or(default)
 }
 
 pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<u8> {
@@ -62,19 +55,19 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     report::print_warnings(&settings.warnings);
     let config = phase_config(&settings);
     let prefix = ctx.command_prefix();
-    if args.manual || !settings.bool("agent.autopilot") {
+    if args.manual || !settings.bool(Key::Autopilot) {
         return manual(ctx, &config, &prefix);
     }
     let kind = settings
-        .text("agent.kind")
+        .text(Key::AgentKind)
         .and_then(adapter::AgentKind::parse)
         .unwrap_or(adapter::AgentKind::Command);
     let adapter = adapter::adapter_for(kind);
     let Some(agent_command) = adapter::command_line(
         adapter,
-        settings.text("agent.command"),
-        settings.text("agent.model"),
-        settings.text("agent.flags"),
+        settings.text(Key::AgentCommand),
+        settings.text(Key::AgentModel),
+        settings.text(Key::AgentFlags),
     ) else {
         anyhow::bail!(
             "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
@@ -91,13 +84,13 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     let cancel = agent::install_signal_handlers()?;
     let progress = Progress::new(args.json, args.quiet, |tty| ctx.colors(tty));
     let limits = Limits {
-        iterations: settings.count("limits.max_iterations"),
-        phase: settings.duration("limits.max_phase_time"),
-        total: settings.duration("limits.max_total_time"),
-        stall: settings.duration("limits.stall_timeout"),
-        jobs: settings.count("limits.jobs").clamp(1, 256) as usize,
-        contract_grace: env_duration("AUTOMATON_CONTRACT_GRACE", Duration::from_secs(10)),
-        kill_grace: env_duration("AUTOMATON_KILL_GRACE", Duration::from_secs(5)),
+        iterations: settings.count(Key::MaxIterations),
+        phase: settings.duration(Key::MaxPhaseTime),
+        total: settings.duration(Key::MaxTotalTime),
+        stall: settings.duration(Key::StallTimeout),
+        jobs: settings.count(Key::Jobs).clamp(1, 256) as usize,
+        contract_grace: settings.duration(Key::ContractGrace),
+        kill_grace: settings.duration(Key::KillGrace),
     };
     // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
@@ -106,7 +99,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         config,
         agent_command: &agent_command,
         adapter,
-        verify_command: settings.text("agent.verify"),
+        verify_command: settings.text(Key::VerifyCommand),
         limits,
         // A cap too far to represent means no cap.
         deadline: Instant::now()
