@@ -200,3 +200,23 @@ fn config_shows_the_environment_knobs_and_their_origin() {
         })
     );
 }
+
+#[test]
+fn a_task_folder_that_cannot_be_created_is_named() {
+    let p = Project::new();
+    p.write("tasks", "a file where the tasks folder should be");
+    let out = p
+        .cmd()
+        .args(["task", "create", "auth/subtasks/login"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "error: cannot create {}: ",
+        p.join("tasks/auth/subtasks").display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(out.stdout.is_empty());
+}

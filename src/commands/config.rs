@@ -4,7 +4,7 @@ use super::{Ctx, out};
 use crate::cli::ConfigArgs;
 use crate::settings::Settings;
 
-pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> anyhow::Result<u8> {
+pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     for w in &settings.warnings {
         eprintln!("warning: {w}");

@@ -7,7 +7,7 @@ use crate::settings::Settings;
 
 /// `automaton detect-vram`: JSON (or the human block) on stdout, warnings on stderr, exit 0
 /// even with no GPU. A bad config.md is an error (exit 1) naming file and line.
-pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> anyhow::Result<u8> {
+pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     for w in &settings.warnings {
         eprintln!("warning: {w}");

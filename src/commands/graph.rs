@@ -7,7 +7,7 @@ use crate::report::{phase_config, print_warnings};
 use crate::settings::Settings;
 use crate::task::TaskTree;
 
-pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> anyhow::Result<u8> {
+pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     print_warnings(&settings.warnings);
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));

@@ -1,7 +1,7 @@
 //! `automaton orchestrate` / `automaton continue`: pick a task, drive it through the run layer,
 //! and say how it ended; manual mode only reports.
 
-use super::{Ctx, out};
+use super::{Ctx, Error, out};
 use crate::cli::OrchestrateArgs;
 use crate::exit;
 use crate::names;
@@ -16,7 +16,7 @@ use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<Settings> {
+fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
     let flags: [(Key, Option<String>, &'static str); 6] = [
         (Key::AgentCommand, args.agent.clone(), "--agent"),
@@ -50,7 +50,7 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<Sett
     Ok(s)
 }
 
-pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<u8> {
+pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u8> {
     let settings = settings_with_flags(ctx, args)?;
     report::print_warnings(&settings.warnings);
     let config = phase_config(&settings);
@@ -69,19 +69,15 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         settings.text(Key::AgentModel),
         settings.text(Key::AgentFlags),
     ) else {
-        anyhow::bail!(
+        return Err(Error::Input(
             "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
              or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent \
              (recipes in examples/agents/)"
-        );
+                .into(),
+        ));
     };
-    let _lock = lock::acquire(&ctx.project).map_err(|e| match e {
-        lock::LockError::Held { .. } => {
-            anyhow::Error::new(exit::Failure::new(exit::LOCKED, e.to_string()))
-        }
-        other => anyhow::Error::new(other),
-    })?;
-    let cancel = agent::install_signal_handlers()?;
+    let _lock = lock::acquire(&ctx.project)?;
+    let cancel = agent::install_signal_handlers().map_err(Error::Signals)?;
     let progress = Progress::new(args.json, args.quiet, |tty| ctx.colors(tty));
     let limits = Limits {
         iterations: settings.count(Key::MaxIterations),
@@ -178,11 +174,13 @@ fn select_task(
     args: &OrchestrateArgs,
     config: &PhaseConfig,
     prefix: &str,
-) -> anyhow::Result<Option<String>> {
+) -> super::Result<Option<String>> {
     if let Some(desc) = args.description.as_deref().filter(|d| !d.trim().is_empty()) {
         let slug = names::kebab(desc);
         if slug.is_empty() {
-            anyhow::bail!("cannot make a task name from `{desc}`: use letters or digits");
+            return Err(Error::Input(format!(
+                "cannot make a task name from `{desc}`: use letters or digits"
+            )));
         }
         let rel = format!("tasks/{slug}");
         let dir = ctx.project.join(&rel);
@@ -198,9 +196,9 @@ fn select_task(
             {
                 return Ok(Some(rel));
             }
-            anyhow::bail!(
+            return Err(Error::Input(format!(
                 "task {rel} already exists for another request; continue it with `{prefix} orchestrate --task {rel}` or describe the new task differently"
-            );
+            )));
         }
         create_task(
             &ctx.project,
@@ -215,9 +213,11 @@ fn select_task(
         return Ok(Some(rel));
     }
     if let Some(task) = &args.task {
-        let rel = names::task_path(task).map_err(anyhow::Error::msg)?;
+        let rel = names::task_path(task).map_err(Error::Input)?;
         if !ctx.project.join(&rel).is_dir() {
-            anyhow::bail!("no task folder {rel}; `{prefix} status` lists the tasks");
+            return Err(Error::Input(format!(
+                "no task folder {rel}; `{prefix} status` lists the tasks"
+            )));
         }
         return Ok(Some(rel));
     }
@@ -246,7 +246,7 @@ pub fn most_advanced(tree: &TaskTree) -> Option<String> {
     Some(tree.nodes[top_of(best)].rel.clone())
 }
 
-fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
+fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> super::Result<u8> {
     let tree = TaskTree::load(&ctx.project, config);
     if tree.nodes.is_empty() {
         out::println(format_args!(
@@ -272,10 +272,9 @@ fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Resul
 
 /// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
 /// tasks of failed verdicts (idempotently).
-fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
+fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> super::Result<u8> {
     // Creating tasks writes into the project: not while an autopilot drives it.
-    let _lock = lock::acquire(&ctx.project)
-        .map_err(|e| exit::Failure::new(e.exit_code(), e.to_string()))?;
+    let _lock = lock::acquire(&ctx.project)?;
     let tree = TaskTree::load(&ctx.project, config);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;

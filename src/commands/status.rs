@@ -9,7 +9,7 @@ use crate::report::{
 use crate::settings::Settings;
 use crate::task::TaskTree;
 
-pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
+pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     print_warnings(&settings.warnings);
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));

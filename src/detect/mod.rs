@@ -70,10 +70,8 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
     }
     let mut report = compute(settings, env);
     if let Err(e) = cache::store(&settings.project, &key, &report) {
-        cache_warnings.push(format!(
-            "cannot write {}: {e}",
-            cache::path(&settings.project).display()
-        ));
+        // The error names the file.
+        cache_warnings.push(e.to_string());
     }
     cache_warnings.append(&mut report.warnings);
     report.warnings = cache_warnings;

@@ -29,7 +29,7 @@ fn stop_task(
     dir: &Path,
     kind: StopKind,
     reason: String,
-) -> anyhow::Result<Outcome> {
+) -> super::Result<Outcome> {
     if kind.is_task_stop() {
         write_stop(dir, &reason)?;
     }
@@ -64,7 +64,7 @@ fn verdict_hash(dir: &Path) -> Option<String> {
 
 /// Clear the stops an earlier run recorded in a task and its sub-tasks, so that naming the
 /// task retries what was stopped (a timeout, a stalled or failed agent...).
-fn clear_stops(run: &Run<'_>, rel: &str) -> anyhow::Result<()> {
+fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     for node in tree.nodes.iter().filter(|n| n.snap.stop.is_some()) {
         clear_stop(&node.dir)?;
@@ -82,7 +82,7 @@ fn clear_stops(run: &Run<'_>, rel: &str) -> anyhow::Result<()> {
 
 /// Drive one task until it is complete or needs a human. `explicit`: the user named this task,
 /// so a stop recorded by an earlier run is cleared and the task tried again.
-pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome> {
+pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome> {
     let dir = run.settings.project.join(rel);
     if explicit {
         clear_stops(run, rel)?;
@@ -112,7 +112,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             warned = true;
         }
         let Some(node) = tree.nodes.first() else {
-            anyhow::bail!("task folder {rel} disappeared");
+            return Err(super::RunError::TaskGone(rel.to_string()));
         };
         let state = node.state();
         // Done is verified, not claimed: a PASS counts once the verify command passed for this
@@ -208,7 +208,7 @@ fn one_phase(
     rel: &str,
     dir: &Path,
     phase: Phase,
-) -> anyhow::Result<Result<TaskTree, Outcome>> {
+) -> super::Result<Result<TaskTree, Outcome>> {
     let pr = run_phase(run, phase, rel, dir)?;
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
@@ -266,7 +266,7 @@ fn one_phase(
     let artifact = phase.artifact();
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     let Some(node) = tree.nodes.first() else {
-        anyhow::bail!("task folder {rel} disappeared");
+        return Err(super::RunError::TaskGone(rel.to_string()));
     };
     if !node.snap.artifacts.contains(artifact) {
         let name = artifact.file_name();
@@ -351,9 +351,9 @@ fn usage_note(rep: &super::adapter::PhaseReport) -> String {
 /// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
 /// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
 /// dependents. Returns a stop only when the whole run must end (Ctrl-C, total time cap).
-fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Option<Outcome>> {
+fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> super::Result<Option<Outcome>> {
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(String, anyhow::Result<Outcome>)>();
+        let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
         let mut running: Vec<String> = Vec::new();
         let mut run_stop: Option<Outcome> = None;
         loop {

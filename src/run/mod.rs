@@ -10,13 +10,34 @@ pub mod record;
 pub mod subtasks;
 
 use crate::exit;
-use crate::settings::Settings;
+use crate::settings::{Settings, SettingsError};
 use crate::state::PhaseConfig;
+use crate::task::TaskError;
 use agent::AgentEnd;
 use progress::Progress;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// Why a run could not go on (not a stop for a human: those are [`Outcome::Stopped`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A prompt or contract could not be read (the error names the file).
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// A sub-task folder could not be created (the error names the folder or file).
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error("task folder {0} disappeared")]
+    TaskGone(String),
+    /// A task file could not be read or written: `.state`, `.stop`, a log, a prompt
+    /// ([`crate::fsx::write_atomic`] and the store name the file).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// What the run layer's functions return.
+pub type Result<T, E = RunError> = std::result::Result<T, E>;
 
 /// Caps and grace periods of a run.
 #[derive(Debug, Clone, Copy)]
@@ -110,36 +131,41 @@ pub enum StopKind {
 }
 
 impl StopKind {
+    /// Every stop kind with its word (in `--json` events) and its documented exit code: the
+    /// one table of both.
+    pub const TABLE: [(StopKind, &'static str, u8); 11] = [
+        (
+            StopKind::VerdictFailed,
+            "verdict_failed",
+            exit::VERDICT_FAILED,
+        ),
+        (StopKind::BadArtifact, "bad_artifact", exit::BAD_ARTIFACT),
+        (StopKind::AgentFailed, "agent_failed", exit::AGENT_FAILED),
+        (StopKind::PhaseTimeout, "phase_timeout", exit::PHASE_TIMEOUT),
+        (StopKind::Stalled, "stalled", exit::STALLED),
+        (StopKind::IterationCap, "iteration_cap", exit::ITERATION_CAP),
+        (
+            StopKind::TotalTimeCap,
+            "total_time_cap",
+            exit::TOTAL_TIME_CAP,
+        ),
+        (StopKind::VerifyFailed, "verify_failed", exit::VERIFY_FAILED),
+        (
+            StopKind::SubtasksFailed,
+            "subtasks_failed",
+            exit::SUBTASKS_FAILED,
+        ),
+        (StopKind::NeedsHuman, "needs_human", exit::NEEDS_HUMAN),
+        (StopKind::Interrupted, "interrupted", exit::INTERRUPTED),
+    ];
+
+    /// The documented exit code of a run that stopped this way.
     pub fn code(self) -> u8 {
-        match self {
-            StopKind::VerdictFailed => exit::VERDICT_FAILED,
-            StopKind::BadArtifact => exit::BAD_ARTIFACT,
-            StopKind::AgentFailed => exit::AGENT_FAILED,
-            StopKind::PhaseTimeout => exit::PHASE_TIMEOUT,
-            StopKind::Stalled => exit::STALLED,
-            StopKind::IterationCap => exit::ITERATION_CAP,
-            StopKind::TotalTimeCap => exit::TOTAL_TIME_CAP,
-            StopKind::VerifyFailed => exit::VERIFY_FAILED,
-            StopKind::SubtasksFailed => exit::SUBTASKS_FAILED,
-            StopKind::NeedsHuman => exit::NEEDS_HUMAN,
-            StopKind::Interrupted => exit::INTERRUPTED,
-        }
+        Self::TABLE[self as usize].2
     }
 
     pub fn word(self) -> &'static str {
-        match self {
-            StopKind::VerdictFailed => "verdict_failed",
-            StopKind::BadArtifact => "bad_artifact",
-            StopKind::AgentFailed => "agent_failed",
-            StopKind::PhaseTimeout => "phase_timeout",
-            StopKind::Stalled => "stalled",
-            StopKind::IterationCap => "iteration_cap",
-            StopKind::TotalTimeCap => "total_time_cap",
-            StopKind::VerifyFailed => "verify_failed",
-            StopKind::SubtasksFailed => "subtasks_failed",
-            StopKind::NeedsHuman => "needs_human",
-            StopKind::Interrupted => "interrupted",
-        }
+        Self::TABLE[self as usize].1
     }
 
     /// The stop an agent's end calls for, if it is not a plain exit.
@@ -157,6 +183,26 @@ impl StopKind {
     /// only to this run (Ctrl-C, the total-time cap: the next run resumes where it was).
     pub fn is_task_stop(self) -> bool {
         !matches!(self, StopKind::Interrupted | StopKind::TotalTimeCap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_table_is_in_variant_order_with_distinct_codes() {
+        let mut codes = Vec::new();
+        for (i, (kind, word, code)) in StopKind::TABLE.iter().enumerate() {
+            assert_eq!(*kind as usize, i, "{word}");
+            assert_eq!(kind.word(), *word);
+            assert_eq!(kind.code(), *code);
+            assert!(!codes.contains(code), "{word}: {code} twice");
+            assert!(![exit::OK, exit::ERROR, exit::USAGE, exit::LOCKED].contains(code));
+            codes.push(*code);
+        }
+        assert_eq!(StopKind::Interrupted.code(), 130);
+        assert_eq!(StopKind::VerdictFailed.code(), 10);
     }
 }
 
