@@ -25,38 +25,45 @@ pub enum StopKind {
 }
 
 impl StopKind {
+    /// Every stop kind with its word (in `--json` events) and its documented exit code: the
+    /// one table of both, in variant order.
+    pub const TABLE: [(StopKind, &'static str, u8); 12] = [
+        (
+            StopKind::VerdictFailed,
+            "verdict_failed",
+            exit::VERDICT_FAILED,
+        ),
+        (StopKind::BadArtifact, "bad_artifact", exit::BAD_ARTIFACT),
+        (StopKind::AgentFailed, "agent_failed", exit::AGENT_FAILED),
+        (StopKind::PhaseTimeout, "phase_timeout", exit::PHASE_TIMEOUT),
+        (StopKind::Stalled, "stalled", exit::STALLED),
+        (StopKind::IterationCap, "iteration_cap", exit::ITERATION_CAP),
+        (
+            StopKind::TotalTimeCap,
+            "total_time_cap",
+            exit::TOTAL_TIME_CAP,
+        ),
+        (StopKind::VerifyFailed, "verify_failed", exit::VERIFY_FAILED),
+        (
+            StopKind::SubtasksFailed,
+            "subtasks_failed",
+            exit::SUBTASKS_FAILED,
+        ),
+        (StopKind::NeedsHuman, "needs_human", exit::NEEDS_HUMAN),
+        (
+            StopKind::Isolation,
+            "isolation_failed",
+            exit::ISOLATION_FAILED,
+        ),
+        (StopKind::Interrupted, "interrupted", exit::INTERRUPTED),
+    ];
+
     pub fn code(self) -> u8 {
-        match self {
-            StopKind::VerdictFailed => exit::VERDICT_FAILED,
-            StopKind::BadArtifact => exit::BAD_ARTIFACT,
-            StopKind::AgentFailed => exit::AGENT_FAILED,
-            StopKind::PhaseTimeout => exit::PHASE_TIMEOUT,
-            StopKind::Stalled => exit::STALLED,
-            StopKind::IterationCap => exit::ITERATION_CAP,
-            StopKind::TotalTimeCap => exit::TOTAL_TIME_CAP,
-            StopKind::VerifyFailed => exit::VERIFY_FAILED,
-            StopKind::SubtasksFailed => exit::SUBTASKS_FAILED,
-            StopKind::NeedsHuman => exit::NEEDS_HUMAN,
-            StopKind::Isolation => exit::ISOLATION_FAILED,
-            StopKind::Interrupted => exit::INTERRUPTED,
-        }
+        Self::TABLE[self as usize].2
     }
 
     pub fn word(self) -> &'static str {
-        match self {
-            StopKind::VerdictFailed => "verdict_failed",
-            StopKind::BadArtifact => "bad_artifact",
-            StopKind::AgentFailed => "agent_failed",
-            StopKind::PhaseTimeout => "phase_timeout",
-            StopKind::Stalled => "stalled",
-            StopKind::IterationCap => "iteration_cap",
-            StopKind::TotalTimeCap => "total_time_cap",
-            StopKind::VerifyFailed => "verify_failed",
-            StopKind::SubtasksFailed => "subtasks_failed",
-            StopKind::NeedsHuman => "needs_human",
-            StopKind::Isolation => "isolation_failed",
-            StopKind::Interrupted => "interrupted",
-        }
+        Self::TABLE[self as usize].1
     }
 
     /// Whether the stop belongs to the task (recorded in `.stop`, so it needs a human) or
@@ -391,5 +398,20 @@ mod tests {
                 "DESIGN.md is malformed: no verdict".into()
             )
         );
+    }
+
+    #[test]
+    fn the_stop_table_is_in_variant_order_with_distinct_codes() {
+        let mut codes = Vec::new();
+        for (i, (kind, word, code)) in StopKind::TABLE.iter().enumerate() {
+            assert_eq!(*kind as usize, i, "{word}");
+            assert_eq!(kind.word(), *word);
+            assert_eq!(kind.code(), *code);
+            assert!(!codes.contains(code), "{word}: {code} twice");
+            assert!(![exit::OK, exit::ERROR, exit::USAGE, exit::LOCKED].contains(code));
+            codes.push(*code);
+        }
+        assert_eq!(StopKind::Interrupted.code(), 130);
+        assert_eq!(StopKind::VerdictFailed.code(), 10);
     }
 }

@@ -1,5 +1,6 @@
 //! The documented exit codes of `automaton`. They are part of the interface: scripts and CI
-//! steps branch on them, so each has one constant here and one row in the README.
+//! steps branch on them, so each has one constant here and one row in the README. Errors meet
+//! them in one place: `commands::Error::exit_code`; stops in `decide::StopKind::TABLE`.
 
 /// The command did what it was asked (for `orchestrate`: every driven task is complete).
 pub const OK: u8 = 0;
@@ -35,20 +36,3 @@ pub const ISOLATION_FAILED: u8 = 20;
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.
 pub const INTERRUPTED: u8 = 130;
-
-/// An error that carries its own exit code, for failures the caller must be able to tell apart.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct Failure {
-    pub code: u8,
-    pub message: String,
-}
-
-impl Failure {
-    pub fn new(code: u8, message: impl Into<String>) -> Self {
-        Failure {
-            code,
-            message: message.into(),
-        }
-    }
-}

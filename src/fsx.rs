@@ -6,8 +6,14 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-/// Write `bytes` to `path` atomically, creating parent folders as needed.
+/// Write `bytes` to `path` atomically, creating parent folders as needed. An error names the
+/// file (`cannot write <path>: <why>`) and keeps the kind of the error underneath.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_inner(path, bytes)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+}
+
+fn write_atomic_inner(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -69,5 +75,18 @@ mod tests {
         );
         let (bytes, cut) = read_prefix(&p, 2).unwrap();
         assert_eq!((bytes.as_slice(), cut), (&b"tw"[..], true));
+    }
+
+    #[test]
+    fn a_failed_write_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("plain"), "a file, not a folder").unwrap();
+        let p = dir.path().join("plain/x.md");
+        let e = write_atomic(&p, b"x").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("cannot write {}: ", p.display())),
+            "{e}"
+        );
     }
 }

@@ -15,7 +15,8 @@
 //! 6. `report`: text and JSON renderings;
 //! 7. `run`: the loop driver, waves and the agent runner;
 //! 8. `commands`: one handler per subcommand, and `cli`, the clap definitions it alone reads;
-//!    [`Ctx`] lives there too. `main.rs` only calls [`main`].
+//!    [`Ctx`] lives there too, and `commands::Error`, which wraps every module's `thiserror`
+//!    error and is the one place an error becomes an exit code. `main.rs` only calls [`main`].
 
 pub mod agent_kind;
 pub mod artifact;

@@ -1,10 +1,10 @@
 //! `automaton config`: every effective setting and where it came from.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::ConfigArgs;
 use crate::settings::Settings;
 
-pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> anyhow::Result<u8> {
+pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     for w in &settings.warnings {
         eprintln!("warning: {w}");
@@ -24,17 +24,16 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> anyhow::Result<u8> {
                 })
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "settings": items }))?
-        );
+        out::println(serde_json::to_string_pretty(
+            &serde_json::json!({ "settings": items }),
+        )?)?;
         return Ok(crate::exit::OK);
     }
     let mut current = ("", "");
     for r in settings.all() {
         if current != (r.spec.file.name(), r.spec.section) {
             current = (r.spec.file.name(), r.spec.section);
-            println!("{} ## {}", current.0, current.1);
+            out::println(format_args!("{} ## {}", current.0, current.1))?;
         }
         let raw = crate::settings::value::redact(&r.raw);
         let shown = if raw.is_empty() {
@@ -42,7 +41,10 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> anyhow::Result<u8> {
         } else {
             raw.as_str()
         };
-        println!("  {:<30} {:<24} # {}", r.spec.key, shown, r.origin);
+        out::println(format_args!(
+            "  {:<30} {:<24} # {}",
+            r.spec.key, shown, r.origin
+        ))?;
     }
     Ok(crate::exit::OK)
 }

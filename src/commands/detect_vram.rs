@@ -1,14 +1,13 @@
 //! `automaton detect-vram`.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::{DetectVramArgs, VramFormat};
 use crate::detect::{detect, render_human};
 use crate::settings::Settings;
-use std::io::Write;
 
 /// `automaton detect-vram`: JSON (or the human block) on stdout, warnings on stderr, exit 0
 /// even with no GPU. A bad config.md is an error (exit 1) naming file and line.
-pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> anyhow::Result<u8> {
+pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     for w in &settings.warnings {
         eprintln!("warning: {w}");
@@ -26,9 +25,6 @@ pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> anyhow::Result<u8> {
         s.push('\n');
         s
     };
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
-        _ => Ok(crate::exit::OK),
-    }
+    out::print(text)?;
+    Ok(crate::exit::OK)
 }

@@ -1,13 +1,13 @@
 //! `automaton graph`.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::{GraphArgs, GraphFormat};
 use crate::report::graph::{self, render_graph};
 use crate::report::{phase_config, print_warnings};
 use crate::settings::Settings;
 use crate::task::TaskTree;
 
-pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> anyhow::Result<u8> {
+pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     print_warnings(&settings.warnings);
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
@@ -16,6 +16,6 @@ pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> anyhow::Result<u8> {
         GraphFormat::Mermaid => graph::GraphFormat::Mermaid,
         GraphFormat::Dot => graph::GraphFormat::Dot,
     };
-    print!("{}", render_graph(&tree, &ctx.command_prefix(), format));
+    out::print(render_graph(&tree, &ctx.command_prefix(), format))?;
     Ok(crate::exit::OK)
 }

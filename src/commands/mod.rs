@@ -3,10 +3,14 @@
 
 mod config;
 mod detect_vram;
+mod error;
 mod graph;
 mod orchestrate;
+pub mod out;
 mod status;
 mod task;
+
+pub use error::{Error, Result};
 
 use crate::{cli, exit};
 use clap::Parser;
@@ -60,23 +64,26 @@ pub fn main() -> ExitCode {
             });
         }
     };
+    // The one boundary: every outcome becomes its documented exit code here.
     let code = match run(&cli) {
         Ok(code) => code,
+        // The reader went away (`automaton status | head -1`): done, quietly.
+        Err(e) if e.is_quiet() => e.exit_code(),
         Err(e) => {
-            let code = e
-                .downcast_ref::<exit::Failure>()
-                .map_or(exit::ERROR, |f| f.code);
-            eprintln!("error: {e:#}");
-            code
+            eprintln!("error: {e}");
+            e.exit_code()
         }
     };
     ExitCode::from(code)
 }
 
-fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
-    let project = std::path::absolute(&cli.project)?;
+fn run(cli: &cli::Cli) -> Result<u8> {
+    let project = std::path::absolute(&cli.project).map_err(|source| Error::ProjectPath {
+        path: cli.project.clone(),
+        source,
+    })?;
     if !project.is_dir() {
-        anyhow::bail!("project folder {} does not exist", project.display());
+        return Err(Error::NoProject(project));
     }
     let ctx = Ctx {
         project,
@@ -84,11 +91,10 @@ fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
     };
     match &cli.command {
         cli::Command::Status(args) => status::status_command(&ctx, args),
-        cli::Command::Continue(args) if args.description.is_some() => Err(exit::Failure::new(
-            exit::USAGE,
-            "`continue` takes no description; to start a task: automaton orchestrate \"describe it\"",
-        )
-        .into()),
+        cli::Command::Continue(args) if args.description.is_some() => Err(Error::Usage(
+            "`continue` takes no description; to start a task: automaton orchestrate \"describe it\""
+                .into(),
+        )),
         cli::Command::Orchestrate(args) | cli::Command::Continue(args) => {
             orchestrate::orchestrate_command(&ctx, args)
         }

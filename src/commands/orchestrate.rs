@@ -1,7 +1,7 @@
 //! `automaton orchestrate` / `automaton continue`: pick a task, drive it through the run layer,
 //! and say how it ended; manual mode only reports.
 
-use super::Ctx;
+use super::{Ctx, Error, out};
 use crate::cli::OrchestrateArgs;
 use crate::exit;
 use crate::names;
@@ -9,104 +9,95 @@ use crate::report::{self, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::progress::{self, Progress};
 use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, isolation};
-use crate::settings::{Origin, Settings, value::parse_duration};
+use crate::settings::{Key, Origin, Settings};
 use crate::state::{PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<Settings> {
+fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
-    let flags: [(&str, Option<String>, &'static str); 7] = [
-        ("agent.command", args.agent.clone(), "--agent"),
+    let flags: [(Key, Option<String>, &'static str); 7] = [
+        (Key::AgentCommand, args.agent.clone(), "--agent"),
         (
-            "limits.max_iterations",
+            Key::MaxIterations,
             args.max_iterations.map(|n| n.to_string()),
             "--max-iterations",
         ),
         (
-            "limits.max_phase_time",
+            Key::MaxPhaseTime,
             args.max_phase_time.clone(),
             "--max-phase-time",
         ),
         (
-            "limits.max_total_time",
+            Key::MaxTotalTime,
             args.max_total_time.clone(),
             "--max-total-time",
         ),
         (
-            "limits.stall_timeout",
+            Key::StallTimeout,
             args.stall_timeout.clone(),
             "--stall-timeout",
         ),
-        ("limits.jobs", args.jobs.map(|n| n.to_string()), "--jobs"),
-        ("agent.isolation", args.isolation.clone(), "--isolation"),
+        (Key::Jobs, args.jobs.map(|n| n.to_string()), "--jobs"),
+        (Key::Isolation, args.isolation.clone(), "--isolation"),
     ];
-    for (id, value, flag) in flags {
+    for (key, value, flag) in flags {
         if let Some(v) = value {
-            s.set(id, &v, Origin::Flag(flag))?;
+            s.set(key, &v, Origin::Flag(flag))?;
         }
     }
     Ok(s)
 }
 
-fn env_duration(name: &str, default: Duration) -> Duration {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| parse_duration(&v).ok())
-        .unwrap_or(default)
-}
-
-pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<u8> {
+pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u8> {
     let settings = settings_with_flags(ctx, args)?;
     report::print_warnings(&settings.warnings);
     let config = phase_config(&settings);
     let prefix = ctx.command_prefix();
-    if args.manual || !settings.bool("agent.autopilot") {
+    if args.manual || !settings.bool(Key::Autopilot) {
         return manual(ctx, &config, &prefix);
     }
     let kind = settings
-        .text("agent.kind")
+        .text(Key::AgentKind)
         .and_then(adapter::AgentKind::parse)
         .unwrap_or(adapter::AgentKind::Command);
     let adapter = adapter::adapter_for(kind);
     let Some(agent_command) = adapter::command_line(
         adapter,
-        settings.text("agent.command"),
-        settings.text("agent.model"),
-        settings.text("agent.flags"),
+        settings.text(Key::AgentCommand),
+        settings.text(Key::AgentModel),
+        settings.text(Key::AgentFlags),
     ) else {
-        anyhow::bail!(
+        return Err(Error::Input(
             "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
              or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent \
              (recipes in examples/agents/)"
-        );
+                .into(),
+        ));
     };
-    let _lock = lock::acquire(&ctx.project).map_err(|e| match e {
-        lock::LockError::Held { .. } => {
-            anyhow::Error::new(exit::Failure::new(exit::LOCKED, e.to_string()))
-        }
-        other => anyhow::Error::new(other),
-    })?;
-    let cancel = agent::install_signal_handlers()?;
+    let _lock = lock::acquire(&ctx.project)?;
+    let cancel = agent::install_signal_handlers().map_err(Error::Signals)?;
     let progress = Progress::new(args.json, args.quiet, |tty| ctx.colors(tty));
     let limits = Limits {
-        iterations: settings.count("limits.max_iterations"),
-        phase: settings.duration("limits.max_phase_time"),
-        total: settings.duration("limits.max_total_time"),
-        stall: settings.duration("limits.stall_timeout"),
-        jobs: settings.count("limits.jobs").clamp(1, 256) as usize,
-        contract_grace: env_duration("AUTOMATON_CONTRACT_GRACE", Duration::from_secs(10)),
-        kill_grace: env_duration("AUTOMATON_KILL_GRACE", Duration::from_secs(5)),
+        iterations: settings.count(Key::MaxIterations),
+        phase: settings.duration(Key::MaxPhaseTime),
+        total: settings.duration(Key::MaxTotalTime),
+        stall: settings.duration(Key::StallTimeout),
+        jobs: settings.count(Key::Jobs).clamp(1, 256) as usize,
+        contract_grace: settings.duration(Key::ContractGrace),
+        kill_grace: settings.duration(Key::KillGrace),
     };
     // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
     let isolation = match isolation::Mode::resolve(
-        settings.text("agent.isolation").unwrap_or("auto"),
+        settings.text(Key::Isolation).unwrap_or("auto"),
         &ctx.project,
     ) {
-        isolation::Mode::Worktree => Some(isolation::Isolation::new(&ctx.project)?),
+        isolation::Mode::Worktree => {
+            Some(isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?)
+        }
         isolation::Mode::None => None,
     };
     let run = Run {
@@ -114,7 +105,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         config,
         agent_command: &agent_command,
         adapter,
-        verify_command: settings.text("agent.verify"),
+        verify_command: settings.text(Key::VerifyCommand),
         limits,
         // A cap too far to represent means no cap.
         deadline: Instant::now()
@@ -129,7 +120,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
-        return Ok(nothing_to_do(ctx, &config, &prefix));
+        return nothing_to_do(ctx, &config, &prefix);
     };
     // The command line may carry a key (`--openai-api-key ...`): never print it.
     let shown = crate::settings::value::redact(&agent_command);
@@ -149,11 +140,11 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
             if human_out && let Some(i) = tree.find(&rel) {
                 let mut out = String::new();
                 report::render_task(&task_view(&tree, i, &prefix), true, &mut out);
-                println!("\n{out}");
+                out::println(format_args!("\n{out}"))?;
             }
             progress.event("complete", json!({"task": rel}), String::new);
             if human_out {
-                println!("ORCHESTRATION_COMPLETE");
+                out::println("ORCHESTRATION_COMPLETE")?;
             }
             Ok(exit::OK)
         }
@@ -174,11 +165,12 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
                 let mut view = task_view(&tree, i, &prefix);
                 view.reason = None;
                 report::render_task(&view, true, &mut out);
-                println!("\n{out}");
+                // The stop's code says how the run ended, closed pipe or not.
+                out::println(format_args!("\n{out}")).or_else(out::closed_is_ok)?;
             }
             let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
             if human_out {
-                println!("{line}");
+                out::println(&line).or_else(out::closed_is_ok)?;
             } else {
                 eprintln!("{line}");
             }
@@ -193,11 +185,13 @@ fn select_task(
     args: &OrchestrateArgs,
     config: &PhaseConfig,
     prefix: &str,
-) -> anyhow::Result<Option<String>> {
+) -> super::Result<Option<String>> {
     if let Some(desc) = args.description.as_deref().filter(|d| !d.trim().is_empty()) {
         let slug = names::kebab(desc);
         if slug.is_empty() {
-            anyhow::bail!("cannot make a task name from `{desc}`: use letters or digits");
+            return Err(Error::Input(format!(
+                "cannot make a task name from `{desc}`: use letters or digits"
+            )));
         }
         let rel = format!("tasks/{slug}");
         let dir = ctx.project.join(&rel);
@@ -213,9 +207,9 @@ fn select_task(
             {
                 return Ok(Some(rel));
             }
-            anyhow::bail!(
+            return Err(Error::Input(format!(
                 "task {rel} already exists for another request; continue it with `{prefix} orchestrate --task {rel}` or describe the new task differently"
-            );
+            )));
         }
         create_task(
             &ctx.project,
@@ -230,9 +224,11 @@ fn select_task(
         return Ok(Some(rel));
     }
     if let Some(task) = &args.task {
-        let rel = names::task_path(task).map_err(anyhow::Error::msg)?;
+        let rel = names::task_path(task).map_err(Error::Input)?;
         if !ctx.project.join(&rel).is_dir() {
-            anyhow::bail!("no task folder {rel}; `{prefix} status` lists the tasks");
+            return Err(Error::Input(format!(
+                "no task folder {rel}; `{prefix} status` lists the tasks"
+            )));
         }
         return Ok(Some(rel));
     }
@@ -261,38 +257,39 @@ pub fn most_advanced(tree: &TaskTree) -> Option<String> {
     Some(tree.nodes[top_of(best)].rel.clone())
 }
 
-fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
+fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> super::Result<u8> {
     let tree = TaskTree::load(&ctx.project, config);
     if tree.nodes.is_empty() {
-        println!("No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`.");
-        return exit::OK;
+        out::println(format_args!(
+            "No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`."
+        ))?;
+        return Ok(exit::OK);
     }
-    print!("{}", render_report(&tree, prefix, true, false));
+    out::print(render_report(&tree, prefix, true, false))?;
     if tree
         .nodes
         .iter()
         .any(|n| n.state() == State::HumanIntervention)
     {
-        println!(
-            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above"
-        );
-        exit::NEEDS_HUMAN
+        out::println(
+            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above",
+        )?;
+        Ok(exit::NEEDS_HUMAN)
     } else {
-        println!("ORCHESTRATION_COMPLETE");
-        exit::OK
+        out::println("ORCHESTRATION_COMPLETE")?;
+        Ok(exit::OK)
     }
 }
 
 /// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
 /// tasks of failed verdicts (idempotently).
-fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
+fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> super::Result<u8> {
     // Creating tasks writes into the project: not while an autopilot drives it.
-    let _lock = lock::acquire(&ctx.project)
-        .map_err(|e| exit::Failure::new(e.exit_code(), e.to_string()))?;
+    let _lock = lock::acquire(&ctx.project)?;
     let tree = TaskTree::load(&ctx.project, config);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
-    print!("{}", render_report(&tree, prefix, false, true));
+    out::print(render_report(&tree, prefix, false, true))?;
     let new: Vec<&str> = created
         .iter()
         .filter(|(_, now)| *now)
@@ -300,8 +297,12 @@ fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
         .collect();
     if !new.is_empty() {
         let _ = crate::detect::invalidate_cache(&ctx.project);
-        println!("\nCreated {} task(s): {}", new.len(), new.join(", "));
+        out::println(format_args!(
+            "\nCreated {} task(s): {}",
+            new.len(),
+            new.join(", ")
+        ))?;
     }
-    println!("ORCHESTRATION_COMPLETE");
+    out::println("ORCHESTRATION_COMPLETE")?;
     Ok(exit::OK)
 }

@@ -1,6 +1,6 @@
 //! `automaton status`.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::StatusArgs;
 use crate::report::{
     STATUS_FORMAT_VERSION, StatusDoc, TaskView, phase_config, print_warnings, render_report,
@@ -9,7 +9,7 @@ use crate::report::{
 use crate::settings::Settings;
 use crate::task::TaskTree;
 
-pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
+pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     print_warnings(&settings.warnings);
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
@@ -31,9 +31,9 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
             tasks,
             warnings: &warnings,
         };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        out::println(serde_json::to_string_pretty(&doc)?)?;
     } else {
-        print!("{}", render_report(&tree, &prefix, false, false));
+        out::print(render_report(&tree, &prefix, false, false))?;
     }
     Ok(crate::exit::OK)
 }

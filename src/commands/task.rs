@@ -1,19 +1,19 @@
 //! `automaton task create`.
 
-use super::Ctx;
+use super::{Ctx, out};
 use crate::cli::TaskCreateArgs;
 use crate::names;
 use crate::state::State;
 use crate::task::{NewTask, create_task};
 
-pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> anyhow::Result<u8> {
-    let rel = names::task_path(&args.path).map_err(anyhow::Error::msg)?;
+pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> super::Result<u8> {
+    let rel = names::task_path(&args.path).map_err(super::Error::Input)?;
     let start = State::parse(&args.at).ok_or_else(|| {
-        anyhow::anyhow!(
+        super::Error::Input(format!(
             "unknown state `{}`; one of: {}",
             args.at,
             State::ALL.map(State::word).join(", ")
-        )
+        ))
     })?;
     create_task(
         &ctx.project,
@@ -26,6 +26,6 @@ pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> anyhow::Result<u8> {
     )?;
     // Seed 000: a new task invalidates the VRAM detection cache.
     let _ = crate::detect::invalidate_cache(&ctx.project);
-    println!("created {rel} ({})", start.word());
+    out::println(format_args!("created {rel} ({})", start.word()))?;
     Ok(crate::exit::OK)
 }

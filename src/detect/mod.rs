@@ -19,7 +19,7 @@ pub mod script;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::settings::Settings;
+use crate::settings::{Key, Settings};
 use crate::store::vram_cache as cache;
 pub use crate::store::vram_cache::{GpuReport, Source, VramReport};
 use budget::BudgetInput;
@@ -45,8 +45,7 @@ pub fn detect(settings: &Settings, refresh: bool) -> VramReport {
             .map(PathBuf::from),
         var: &var,
         probe: &probe::SystemProbe,
-        script_timeout: script::parse_timeout(std::env::var(script::TIMEOUT_VAR).ok().as_deref())
-            .unwrap_or(script::DEFAULT_TIMEOUT),
+        script_timeout: settings.duration(Key::VramScriptTimeout),
     };
     detect_with(settings, refresh, &env)
 }
@@ -71,10 +70,8 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
     }
     let mut report = compute(settings, env);
     if let Err(e) = cache::store(&settings.project, &key, &report) {
-        cache_warnings.push(format!(
-            "cannot write {}: {e}",
-            cache::path(&settings.project).display()
-        ));
+        // The error names the file.
+        cache_warnings.push(e.to_string());
     }
     cache_warnings.append(&mut report.warnings);
     report.warnings = cache_warnings;
@@ -90,7 +87,7 @@ pub fn invalidate_cache(project: &Path) -> std::io::Result<()> {
 /// The inputs a cached report depends on, so a changed config.md, script or model variable
 /// makes the cache stale. Cheap: no probing, only settings already loaded and two `stat`s.
 fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
-    let raw = |id: &str| settings.get(id).raw.clone();
+    let raw = |key: Key| settings.get(key).raw.clone();
     let script = match settings.find_file("scripts/vram_detect.sh") {
         Some((p, _)) => {
             let mtime = std::fs::metadata(&p)
@@ -109,13 +106,13 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
     format!(
         "v{}|auto={}|target={}|headroom={}|max_peak={}|model={}|window={}|agent_model={}|reported={}|script={}|vars={}|home={}",
         cache::FORMAT_VERSION,
-        raw("vram.auto_detect"),
-        raw("vram.target_context"),
-        raw("vram.headroom"),
-        raw("vram.max_peak"),
-        raw("model.name"),
-        raw("model.context_window"),
-        raw("agent.model"),
+        raw(Key::AutoDetect),
+        raw(Key::TargetContext),
+        raw(Key::Headroom),
+        raw(Key::MaxPeak),
+        raw(Key::ModelName),
+        raw(Key::ContextWindow),
+        raw(Key::AgentModel),
         crate::store::journal::read_agent_model(&settings.project)
             .map(|m| format!("{}@{:?}", m.model, m.context_window))
             .unwrap_or_default(),
@@ -130,8 +127,8 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
 /// Run the chain.
 fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
     let mut warnings = Vec::new();
-    let auto = settings.bool("vram.auto_detect");
-    let headroom_cfg = settings.ratio("vram.headroom");
+    let auto = settings.bool(Key::AutoDetect);
+    let headroom_cfg = settings.ratio(Key::Headroom);
     let model = model::detect_model(
         settings,
         &ModelEnv {
@@ -182,7 +179,7 @@ fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
         ));
     }
     let rule = budget::recommended(&input);
-    let target_cfg = settings.tokens("vram.target_context");
+    let target_cfg = settings.tokens(Key::TargetContext);
     let (source, recommended, manual) = if !auto {
         (Source::Config, target_cfg.unwrap_or(rule), true)
     } else if model.hosted {
@@ -195,12 +192,12 @@ fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
         (Source::Default, rule, false)
     };
     let derived_peak = budget::max_peak(recommended, headroom_cfg);
-    let max_peak = match settings.tokens("vram.max_peak").filter(|_| manual) {
+    let max_peak = match settings.tokens(Key::MaxPeak).filter(|_| manual) {
         Some(p) if p > recommended => {
             warnings.push(format!(
                 "{}: Max peak context ({p}) is above the target context ({recommended}); \
                  using {derived_peak}",
-                settings.get("vram.max_peak").origin
+                settings.get(Key::MaxPeak).origin
             ));
             derived_peak
         }
@@ -435,6 +432,16 @@ mod tests {
     use super::*;
     use crate::store::vram_cache::tests::sample_report;
     use probe::{FakeProbe, Gpu};
+
+    #[test]
+    fn the_script_timeout_is_the_registry_setting() {
+        let spec = Key::VramScriptTimeout.spec();
+        assert_eq!(spec.env, Some(script::TIMEOUT_VAR));
+        assert_eq!(
+            crate::settings::value::parse_seconds(spec.default),
+            Ok(script::DEFAULT_TIMEOUT)
+        );
+    }
 
     fn gib_gpu(index: u32, gib: u64) -> Gpu {
         Gpu {

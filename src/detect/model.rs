@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::settings::Settings;
+use crate::settings::{Key, Settings};
 
 /// How much of an agent config file is read (seed 000: at most 10 KB).
 pub const MAX_FILE_BYTES: usize = 10 * 1024;
@@ -225,15 +225,15 @@ pub fn detect_model(settings: &Settings, env: &ModelEnv<'_>) -> ModelInfo {
     let mut found: Option<(String, String)> = None;
     let mut file_window: Option<(u64, String)> = None;
 
-    if let Some(name) = settings.text("model.name").filter(|n| !is_auto(n)) {
+    if let Some(name) = settings.text(Key::ModelName).filter(|n| !is_auto(n)) {
         found = Some((
             name.to_string(),
-            settings.get("model.name").origin.to_string(),
+            settings.get(Key::ModelName).origin.to_string(),
         ));
-    } else if let Some(name) = settings.text("agent.model").filter(|n| !is_auto(n)) {
+    } else if let Some(name) = settings.text(Key::AgentModel).filter(|n| !is_auto(n)) {
         found = Some((
             name.to_string(),
-            settings.get("agent.model").origin.to_string(),
+            settings.get(Key::AgentModel).origin.to_string(),
         ));
     } else if let Some(m) = crate::store::journal::read_agent_model(&settings.project) {
         // The model a claude/codex/aider agent reported in its last phase run (the journal's
@@ -262,20 +262,16 @@ pub fn detect_model(settings: &Settings, env: &ModelEnv<'_>) -> ModelInfo {
     }
 
     let looked = found.as_ref().map(|(n, _)| lookup(n));
-    let (window, window_known, window_source) =
-        if let Some(w) = settings.tokens("model.context_window") {
-            (
-                w,
-                true,
-                settings.get("model.context_window").origin.to_string(),
-            )
-        } else if let Some((w, src)) = file_window {
-            (w, true, src)
-        } else if let Some(w) = looked.as_ref().and_then(|l| l.window) {
-            (w, true, "model table".to_string())
-        } else {
-            (super::budget::DEFAULT_WINDOW, false, "default".to_string())
-        };
+    let (window, window_known, window_source) = if let Some(w) = settings.tokens(Key::ContextWindow)
+    {
+        (w, true, settings.get(Key::ContextWindow).origin.to_string())
+    } else if let Some((w, src)) = file_window {
+        (w, true, src)
+    } else if let Some(w) = looked.as_ref().and_then(|l| l.window) {
+        (w, true, "model table".to_string())
+    } else {
+        (super::budget::DEFAULT_WINDOW, false, "default".to_string())
+    };
     if let (Some((name, src)), Some(l)) = (&found, &looked)
         && l.window.is_none()
         && !window_known

@@ -4,7 +4,7 @@
 
 pub mod graph;
 
-use crate::settings::Settings;
+use crate::settings::{Key, Settings};
 use crate::state::{Artifact, Counts, Phase, PhaseConfig, State};
 use crate::store::journal::{self, Usage};
 use crate::task::TaskTree;
@@ -18,9 +18,9 @@ pub const STATUS_FORMAT_VERSION: u32 = 1;
 /// The phase config the settings choose.
 pub fn phase_config(settings: &Settings) -> PhaseConfig {
     PhaseConfig {
-        decomposition: settings.bool("phases.decomposition"),
-        design: settings.bool("phases.design"),
-        test_design: settings.bool("phases.test_design"),
+        decomposition: settings.bool(Key::Decomposition),
+        design: settings.bool(Key::Design),
+        test_design: settings.bool(Key::TestDesign),
     }
 }
 

@@ -32,7 +32,7 @@ fn stop_task(
     dir: &Path,
     kind: StopKind,
     reason: String,
-) -> anyhow::Result<Outcome> {
+) -> super::Result<Outcome> {
     if kind.is_task_stop() {
         write_stop(dir, &reason)?;
     }
@@ -60,7 +60,7 @@ fn verdict_hash(dir: &Path) -> Option<String> {
 
 /// Clear the stops an earlier run recorded in a task and its sub-tasks, so that naming the
 /// task retries what was stopped (a timeout, a stalled or failed agent...).
-fn clear_stops(run: &Run<'_>, rel: &str) -> anyhow::Result<()> {
+fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     for node in tree.nodes.iter().filter(|n| n.snap.stop.is_some()) {
         clear_stop(&node.dir)?;
@@ -79,7 +79,7 @@ fn clear_stops(run: &Run<'_>, rel: &str) -> anyhow::Result<()> {
 /// Drive one task until it is complete or needs a human. `explicit`: the user named this task,
 /// so a stop recorded by an earlier run is cleared and the task tried again. Each turn reads
 /// the facts, asks [`next_action`] what to do, and does it.
-pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome> {
+pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome> {
     let dir = run.settings.project.join(rel);
     if explicit {
         clear_stops(run, rel)?;
@@ -104,7 +104,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             warned = true;
         }
         let Some(node) = tree.nodes.first() else {
-            anyhow::bail!("task folder {rel} disappeared");
+            return Err(super::RunError::TaskGone(rel.to_string()));
         };
         let state = node.state();
         // Done is verified, not claimed: a PASS counts once the verify command passed for this
@@ -219,7 +219,7 @@ fn one_phase(
     dir: &Path,
     phase: Phase,
     ws: Option<&Workspace>,
-) -> anyhow::Result<Result<TaskTree, Outcome>> {
+) -> super::Result<Result<TaskTree, Outcome>> {
     let pr = run_phase(run, phase, rel, dir, ws)?;
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
@@ -249,7 +249,7 @@ fn one_phase(
     );
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     let Some(node) = tree.nodes.first() else {
-        anyhow::bail!("task folder {rel} disappeared");
+        return Err(super::RunError::TaskGone(rel.to_string()));
     };
     let judged = judge_phase(&PhaseFacts {
         phase,
@@ -390,7 +390,7 @@ fn run_waves(
     parent_rel: &str,
     plan: &Plan,
     parent_ws: Option<&Workspace>,
-) -> anyhow::Result<Option<Outcome>> {
+) -> super::Result<Option<Outcome>> {
     let parent_dir = run.settings.project.join(parent_rel);
     let integration = run.isolation.zip(parent_ws);
     let parallel = plan
@@ -403,7 +403,7 @@ fn run_waves(
         ));
     }
     std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(String, anyhow::Result<Outcome>)>();
+        let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
         let mut running: Vec<String> = Vec::new();
         let mut run_stop: Option<Outcome> = None;
         // The parent's own stop, raised once what runs has finished.
@@ -590,7 +590,7 @@ fn integration_gates(
     plan: &Plan,
     state_of: &dyn Fn(&str) -> Option<State>,
     gated: &mut Vec<u32>,
-) -> anyhow::Result<Option<(StopKind, String)>> {
+) -> super::Result<Option<(StopKind, String)>> {
     let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
     waves.sort_unstable();
     waves.dedup();

@@ -10,13 +10,37 @@ pub mod progress;
 pub mod record;
 pub mod subtasks;
 
-use crate::settings::Settings;
+use crate::settings::{Settings, SettingsError};
 use crate::state::PhaseConfig;
+use crate::task::TaskError;
 use agent::AgentEnd;
 use progress::Progress;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// Why a run could not go on (not a stop for a human: those are [`Outcome::Stopped`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A prompt or contract could not be read (the error names the file).
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    /// A sub-task folder could not be created (the error names the folder or file).
+    #[error(transparent)]
+    Task(#[from] TaskError),
+    #[error("task folder {0} disappeared")]
+    TaskGone(String),
+    /// Worktree isolation could not be set up for the run.
+    #[error(transparent)]
+    Isolation(#[from] isolation::IsolationError),
+    /// A task file could not be read or written: `.state`, `.stop`, a log, a prompt
+    /// ([`crate::fsx::write_atomic`] and the store name the file).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// What the run layer's functions return.
+pub type Result<T, E = RunError> = std::result::Result<T, E>;
 
 /// Caps and grace periods of a run.
 #[derive(Debug, Clone, Copy)]

@@ -27,7 +27,7 @@ pub fn render_prompt(
     task_rel: &str,
     task_dir: &Path,
     max_peak: u64,
-) -> anyhow::Result<String> {
+) -> super::Result<String> {
     let (prompt, _) = settings.template("prompts", phase.word())?;
     let (contract, _) = settings.template("contracts", phase.word())?;
     let artifact = task_dir.join(phase.artifact().file_name());
@@ -91,7 +91,7 @@ pub struct PhaseRun {
 
 /// Stop an agent that an automaton killed with SIGKILL left running in this task, so that two
 /// agents never work on one task; returns the pid file the next agent records itself in.
-fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> anyhow::Result<PathBuf> {
+fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> super::Result<PathBuf> {
     let pid_file = logs.join("agent.pid");
     if let Some(pid) = super::agent::stop_stale_agent(&pid_file, run.limits.kill_grace)? {
         run.progress.event(
@@ -110,7 +110,7 @@ pub fn run_phase(
     task_rel: &str,
     task_dir: &Path,
     ws: Option<&Workspace>,
-) -> anyhow::Result<PhaseRun> {
+) -> super::Result<PhaseRun> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let attempt = next_attempt(&logs, phase.word());
@@ -239,7 +239,7 @@ pub fn run_verify(
     task_dir: &Path,
     ws: Option<&Workspace>,
     stem: &str,
-) -> anyhow::Result<Option<(StopKind, String)>> {
+) -> super::Result<Option<(StopKind, String)>> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let attempt = next_attempt(&logs, stem);

@@ -21,7 +21,7 @@ pub fn sync_subtasks(
     parent_dir: &Path,
     plan: &Plan,
     decision: &Decision,
-) -> anyhow::Result<()> {
+) -> super::Result<()> {
     let project = &run.settings.project;
     // Listed sub-tasks whose folder exists but lacks the files sync writes after creating it:
     // an earlier run died in between (kill -9, power loss). They never started, so fill in
@@ -131,7 +131,7 @@ fn write_sync_files(
     parent_rel: &str,
     row: &SubtaskRow,
     vram: &crate::detect::VramReport,
-) -> anyhow::Result<()> {
+) -> super::Result<()> {
     write_atomic(
         &dir.join("PARENT_SPEC.md"),
         parent_spec(parent_rel, row, vram.max_peak_context_kb).as_bytes(),

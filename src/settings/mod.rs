@@ -51,6 +51,8 @@ impl fmt::Display for Origin {
 pub enum SettingsFile {
     AgentMd,
     ConfigMd,
+    /// No file: a knob only the environment sets (`AUTOMATON_KILL_GRACE`, ...).
+    Env,
 }
 
 impl SettingsFile {
@@ -58,6 +60,7 @@ impl SettingsFile {
         match self {
             SettingsFile::AgentMd => ".agent.md",
             SettingsFile::ConfigMd => "config.md",
+            SettingsFile::Env => "environment",
         }
     }
 }
@@ -68,6 +71,8 @@ pub enum Kind {
     Bool,
     Count,
     Duration,
+    /// A duration given in seconds (`10`, `0.5`) or with a unit (`500ms`); above 0, below a day.
+    Seconds,
     Ratio,
     Tokens,
     Text,
@@ -90,10 +95,14 @@ pub enum Value {
 /// One known setting.
 #[derive(Debug)]
 pub struct KeySpec {
+    /// The typed name code uses ([`Settings::bool`] and friends take it).
+    pub setting: Key,
+    /// The stable name in `config --json`.
     pub id: &'static str,
     pub file: SettingsFile,
     /// The heading it belongs under (matched case-insensitively).
     pub section: &'static str,
+    /// The bullet's key; for an environment-only knob, the variable's name.
     pub key: &'static str,
     pub default: &'static str,
     pub kind: Kind,
@@ -101,234 +110,248 @@ pub struct KeySpec {
     pub help: &'static str,
 }
 
-macro_rules! key {
-    ($id:literal, $file:ident, $section:literal, $key:literal, $default:literal, $kind:expr, $env:expr, $help:literal) => {
-        KeySpec {
-            id: $id,
-            file: SettingsFile::$file,
-            section: $section,
-            key: $key,
-            default: $default,
-            kind: $kind,
-            env: $env,
-            help: $help,
+/// The registry: one row per setting makes both [`Key`] (a typo in a setting's name is a
+/// compile error) and [`KEYS`] (file, section, key, default, kind, variable and help), in the
+/// same order, so `KEYS[key as usize]` is that key's row.
+macro_rules! registry {
+    ($($variant:ident => $id:literal, $file:ident, $section:literal, $key:literal, $default:literal, $kind:expr, $env:expr, $help:literal;)*) => {
+        /// Every setting automaton knows, by name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Key {
+            $($variant,)*
         }
+
+        impl Key {
+            /// Every key, in registry order.
+            pub const ALL: &'static [Key] = &[$(Key::$variant,)*];
+        }
+
+        /// Every setting automaton knows, in the order `automaton config` prints them.
+        pub static KEYS: &[KeySpec] = &[$(
+            KeySpec {
+                setting: Key::$variant,
+                id: $id,
+                file: SettingsFile::$file,
+                section: $section,
+                key: $key,
+                default: $default,
+                kind: $kind,
+                env: $env,
+                help: $help,
+            },
+        )*];
     };
 }
 
-/// Every setting automaton knows, in the order `automaton config` prints them.
-pub static KEYS: &[KeySpec] = &[
-    key!(
-        "agent.autopilot",
+impl Key {
+    /// This key's row of the registry.
+    pub fn spec(self) -> &'static KeySpec {
+        &KEYS[self as usize]
+    }
+}
+
+registry! {
+    Autopilot => "agent.autopilot",
         AgentMd,
         "Agent",
         "Autopilot",
         "Enabled",
         Kind::Bool,
         None,
-        "Enabled: orchestrate runs phases; Disabled: it only reports (manual mode)"
-    ),
-    key!(
-        "agent.kind",
+        "Enabled: orchestrate runs phases; Disabled: it only reports (manual mode)";
+    AgentKind => "agent.kind",
         AgentMd,
         "Agent",
         "Agent",
         "command",
         Kind::Choice(&crate::agent_kind::AgentKind::WORDS),
         None,
-        "adapter: command (exit code only) or claude, codex, aider (default command line, failure signal, usage)"
-    ),
-    key!(
-        "agent.command",
+        "adapter: command (exit code only) or claude, codex, aider (default command line, failure signal, usage)";
+    AgentCommand => "agent.command",
         AgentMd,
         "Agent",
         "Agent command",
         "",
         Kind::Text,
         Some("AUTOMATON_AGENT"),
-        "shell command that runs one phase (prompt on stdin); replaces the claude/codex/aider default"
-    ),
-    key!(
-        "agent.flags",
+        "shell command that runs one phase (prompt on stdin); replaces the claude/codex/aider default";
+    AgentFlags => "agent.flags",
         AgentMd,
         "Agent",
         "Agent flags",
         "",
         Kind::Text,
         Some("AUTOMATON_AGENT_FLAGS"),
-        "extra flags appended to the agent's command line"
-    ),
-    key!(
-        "agent.model",
+        "extra flags appended to the agent's command line";
+    AgentModel => "agent.model",
         AgentMd,
         "Agent",
         "Model",
         "",
         Kind::Text,
         None,
-        "model the agent uses: --model on the claude/codex/aider default, and the context-window lookup"
-    ),
-    key!(
-        "agent.verify",
+        "model the agent uses: --model on the claude/codex/aider default, and the context-window lookup";
+    VerifyCommand => "agent.verify",
         AgentMd,
         "Agent",
         "Verify command",
         "",
         Kind::Text,
         None,
-        "command automaton runs itself before it accepts a PASS verdict, e.g. cargo test"
-    ),
-    key!(
-        "agent.isolation",
+        "command automaton runs itself before it accepts a PASS verdict, e.g. cargo test";
+    Isolation => "agent.isolation",
         AgentMd,
         "Agent",
         "Isolation",
         "auto",
         Kind::Choice(&["auto", "worktree", "none"]),
         None,
-        "worktree: a git worktree and branch per task, merged back; none: agents share the project tree; auto: worktree inside a git repository with a commit"
-    ),
-    key!(
-        "phases.decomposition",
+        "worktree: a git worktree and branch per task, merged back; none: agents share the project tree; auto: worktree inside a git repository with a commit";
+    Decomposition => "phases.decomposition",
         ConfigMd,
         "Phases",
         "Decomposition",
         "No",
         Kind::Bool,
         None,
-        "run a decomposition phase after research on top-level tasks"
-    ),
-    key!(
-        "phases.design",
+        "run a decomposition phase after research on top-level tasks";
+    Design => "phases.design",
         ConfigMd,
         "Phases",
         "Design",
         "Yes",
         Kind::Bool,
         None,
-        "run the design phase"
-    ),
-    key!(
-        "phases.test_design",
+        "run the design phase";
+    TestDesign => "phases.test_design",
         ConfigMd,
         "Phases",
         "Test design",
         "Yes",
         Kind::Bool,
         None,
-        "run the test design phase"
-    ),
-    key!(
-        "limits.max_iterations",
+        "run the test design phase";
+    MaxIterations => "limits.max_iterations",
         ConfigMd,
         "Limits",
         "Max iterations",
         "10",
         Kind::Count,
         None,
-        "phases one task may run in one orchestrate invocation"
-    ),
-    key!(
-        "limits.max_phase_time",
+        "phases one task may run in one orchestrate invocation";
+    MaxPhaseTime => "limits.max_phase_time",
         ConfigMd,
         "Limits",
         "Max phase time",
         "1h",
         Kind::Duration,
         None,
-        "time cap for one phase"
-    ),
-    key!(
-        "limits.max_total_time",
+        "time cap for one phase";
+    MaxTotalTime => "limits.max_total_time",
         ConfigMd,
         "Limits",
         "Max total time",
         "24h",
         Kind::Duration,
         None,
-        "time cap for one orchestrate invocation"
-    ),
-    key!(
-        "limits.stall_timeout",
+        "time cap for one orchestrate invocation";
+    StallTimeout => "limits.stall_timeout",
         ConfigMd,
         "Limits",
         "Stall timeout",
         "10m",
         Kind::Duration,
         None,
-        "stop an agent whose output has not grown for this long"
-    ),
-    key!(
-        "limits.jobs",
+        "stop an agent whose output has not grown for this long";
+    Jobs => "limits.jobs",
         ConfigMd,
         "Limits",
         "Jobs",
         "4",
         Kind::Count,
         None,
-        "agents running at once, across all sub-tasks and levels"
-    ),
-    key!(
-        "vram.auto_detect",
+        "agents running at once, across all sub-tasks and levels";
+    AutoDetect => "vram.auto_detect",
         ConfigMd,
         "VRAM Configuration",
         "Auto-detect",
         "Yes",
         Kind::Bool,
         None,
-        "No: the manual values below win over the probe"
-    ),
-    key!(
-        "vram.target_context",
+        "No: the manual values below win over the probe";
+    TargetContext => "vram.target_context",
         ConfigMd,
         "VRAM Configuration",
         "Target context",
         "auto",
         Kind::Tokens,
         None,
-        "recommended context per sub-task"
-    ),
-    key!(
-        "vram.headroom",
+        "recommended context per sub-task";
+    Headroom => "vram.headroom",
         ConfigMd,
         "VRAM Configuration",
         "Headroom",
         "25%",
         Kind::Ratio,
         None,
-        "share of the target kept free"
-    ),
-    key!(
-        "vram.max_peak",
+        "share of the target kept free";
+    MaxPeak => "vram.max_peak",
         ConfigMd,
         "VRAM Configuration",
         "Max peak context per sub-task",
         "auto",
         Kind::Tokens,
         None,
-        "largest context one sub-task may need"
-    ),
-    key!(
-        "model.name",
+        "largest context one sub-task may need";
+    ModelName => "model.name",
         ConfigMd,
         "Model Configuration",
         "Model",
         "auto",
         Kind::Text,
         None,
-        "model name, or auto to detect it"
-    ),
-    key!(
-        "model.context_window",
+        "model name, or auto to detect it";
+    ContextWindow => "model.context_window",
         ConfigMd,
         "Model Configuration",
         "Override context window",
         "auto",
         Kind::Tokens,
         None,
-        "context window, or auto to look it up"
-    ),
-];
+        "context window, or auto to look it up";
+    Home => "env.home",
+        Env,
+        "Variables",
+        "AUTOMATON_HOME",
+        "~/.automaton",
+        Kind::Text,
+        Some("AUTOMATON_HOME"),
+        "the global settings folder, read after the project's .automaton/";
+    KillGrace => "env.kill_grace",
+        Env,
+        "Variables",
+        "AUTOMATON_KILL_GRACE",
+        "5s",
+        Kind::Duration,
+        Some("AUTOMATON_KILL_GRACE"),
+        "time a stopped agent's process group gets between TERM and KILL";
+    ContractGrace => "env.contract_grace",
+        Env,
+        "Variables",
+        "AUTOMATON_CONTRACT_GRACE",
+        "10s",
+        Kind::Duration,
+        Some("AUTOMATON_CONTRACT_GRACE"),
+        "time an agent gets to exit after it printed CONTRACT_MET";
+    VramScriptTimeout => "env.vram_script_timeout",
+        Env,
+        "Variables",
+        "AUTOMATON_VRAM_SCRIPT_TIMEOUT",
+        "10",
+        Kind::Seconds,
+        Some("AUTOMATON_VRAM_SCRIPT_TIMEOUT"),
+        "time scripts/vram_detect.sh may take, in seconds (fractions allowed)";
+}
 
 /// A setting that could not be read, naming file, line and key.
 #[derive(Debug, thiserror::Error)]
@@ -344,6 +367,11 @@ pub enum SettingsError {
     BadOverride {
         origin: String,
         key: String,
+        expected: String,
+    },
+    #[error("environment variable {name}: expected {expected}")]
+    BadEnv {
+        name: &'static str,
         expected: String,
     },
     #[error("cannot read {path}: {source}")]
@@ -416,7 +444,7 @@ impl Settings {
             if let Some(name) = spec.env
                 && let Some(raw) = env(name).filter(|v| !v.trim().is_empty())
             {
-                s.set(spec.id, &raw, Origin::Env(name))?;
+                s.set(spec.setting, &raw, Origin::Env(name))?;
             }
         }
         Ok(s)
@@ -479,7 +507,7 @@ impl Settings {
                             expected,
                         }
                     })?;
-                    let slot = self.slot_mut(spec.id);
+                    let slot = self.slot_mut(spec.setting);
                     *slot = Resolved {
                         spec,
                         raw: b.value,
@@ -503,25 +531,25 @@ impl Settings {
     }
 
     /// Override a setting from the environment or a flag; the text is checked like a file's.
-    pub fn set(&mut self, id: &str, raw: &str, origin: Origin) -> Result<(), SettingsError> {
-        let slot = self.slot_mut(id);
-        let value =
-            parse_value(slot.spec.kind, raw).map_err(|expected| SettingsError::BadOverride {
+    pub fn set(&mut self, key: Key, raw: &str, origin: Origin) -> Result<(), SettingsError> {
+        let slot = self.slot_mut(key);
+        let value = parse_value(slot.spec.kind, raw).map_err(|expected| match origin {
+            Origin::Env(name) => SettingsError::BadEnv { name, expected },
+            _ => SettingsError::BadOverride {
                 origin: origin.to_string(),
                 key: slot.spec.key.to_string(),
                 expected,
-            })?;
+            },
+        })?;
         slot.raw = raw.to_string();
         slot.value = value;
         slot.origin = origin;
         Ok(())
     }
 
-    fn slot_mut(&mut self, id: &str) -> &mut Resolved {
-        self.values
-            .iter_mut()
-            .find(|r| r.spec.id == id)
-            .unwrap_or_else(|| panic!("unknown setting id {id}"))
+    fn slot_mut(&mut self, key: Key) -> &mut Resolved {
+        // `values` holds one entry per registry row, in registry order.
+        &mut self.values[key as usize]
     }
 
     /// Every effective setting, in registry order.
@@ -529,56 +557,60 @@ impl Settings {
         &self.values
     }
 
-    pub fn get(&self, id: &str) -> &Resolved {
-        self.values
-            .iter()
-            .find(|r| r.spec.id == id)
-            .unwrap_or_else(|| panic!("unknown setting id {id}"))
+    pub fn get(&self, key: Key) -> &Resolved {
+        &self.values[key as usize]
     }
 
-    pub fn bool(&self, id: &str) -> bool {
-        matches!(self.get(id).value, Value::Bool(true))
+    // The typed reads below panic only when a key is read as another kind than its registry
+    // row says, a programming error `every_key_reads_as_its_kind` catches.
+
+    pub fn bool(&self, key: Key) -> bool {
+        match self.get(key).value {
+            Value::Bool(b) => b,
+            _ => panic!("{key:?} is not yes/no"),
+        }
     }
 
-    pub fn count(&self, id: &str) -> u64 {
-        match self.get(id).value {
+    pub fn count(&self, key: Key) -> u64 {
+        match self.get(key).value {
             Value::Count(n) => n,
-            _ => panic!("{id} is not a count"),
+            _ => panic!("{key:?} is not a count"),
         }
     }
 
-    pub fn duration(&self, id: &str) -> Duration {
-        match self.get(id).value {
+    pub fn duration(&self, key: Key) -> Duration {
+        match self.get(key).value {
             Value::Duration(d) => d,
-            _ => panic!("{id} is not a duration"),
+            _ => panic!("{key:?} is not a duration"),
         }
     }
 
-    pub fn ratio(&self, id: &str) -> f64 {
-        match self.get(id).value {
+    pub fn ratio(&self, key: Key) -> f64 {
+        match self.get(key).value {
             Value::Ratio(r) => r,
-            _ => panic!("{id} is not a ratio"),
+            _ => panic!("{key:?} is not a ratio"),
         }
     }
 
-    pub fn tokens(&self, id: &str) -> Option<u64> {
-        match self.get(id).value {
+    pub fn tokens(&self, key: Key) -> Option<u64> {
+        match self.get(key).value {
             Value::Tokens(t) => t,
-            _ => panic!("{id} is not a token count"),
+            _ => panic!("{key:?} is not a token count"),
         }
     }
 
     /// A text setting; `None` when empty.
-    pub fn text(&self, id: &str) -> Option<&str> {
-        match &self.get(id).value {
+    pub fn text(&self, key: Key) -> Option<&str> {
+        match &self.get(key).value {
             Value::Text(t) if !t.is_empty() => Some(t),
-            _ => None,
+            Value::Text(_) => None,
+            _ => panic!("{key:?} is not text"),
         }
     }
 
     /// Whether the setting was given anywhere (not just its default).
-    pub fn is_set(&self, id: &str) -> bool {
-        self.get(id).origin != Origin::Default
+    pub fn is_set(&self, key: Key) -> bool {
+        self.get(key).origin != Origin::Default
     }
 
     /// Find a layered file such as `prompts/research.md`, `scripts/vram_detect.sh` or
@@ -618,6 +650,7 @@ fn is_known_section(section: &str) -> bool {
 
 fn section_file(section: &str) -> Option<SettingsFile> {
     KEYS.iter()
+        .filter(|k| k.file != SettingsFile::Env)
         .find(|k| k.section.eq_ignore_ascii_case(section))
         .map(|k| k.file)
 }
@@ -627,6 +660,7 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
         Kind::Bool => Value::Bool(value::parse_bool(raw)?),
         Kind::Count => Value::Count(value::parse_count(raw)?),
         Kind::Duration => Value::Duration(value::parse_duration(raw)?),
+        Kind::Seconds => Value::Duration(value::parse_seconds(raw)?),
         Kind::Ratio => Value::Ratio(value::parse_ratio(raw)?),
         Kind::Tokens => Value::Tokens(value::parse_tokens(raw)?),
         Kind::Text => {
@@ -654,7 +688,8 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
 
 /// `$AUTOMATON_HOME`, else `~/.automaton`.
 pub fn home_dir() -> Option<PathBuf> {
-    if let Some(h) = std::env::var_os("AUTOMATON_HOME").filter(|h| !h.is_empty()) {
+    let var = Key::Home.spec().env.unwrap_or_default();
+    if let Some(h) = std::env::var_os(var).filter(|h| !h.is_empty()) {
         return Some(PathBuf::from(h));
     }
     std::env::var_os("HOME")
@@ -695,29 +730,26 @@ mod tests {
         .unwrap();
         let env = |k: &str| (k == "AUTOMATON_AGENT").then(|| "./b.sh".to_string());
         let s = Settings::load_with(project.path(), Some(home.path().into()), &env).unwrap();
-        assert_eq!(s.count("limits.max_iterations"), 5);
+        assert_eq!(s.count(Key::MaxIterations), 5);
         assert!(matches!(
-            &s.get("limits.max_iterations").origin,
+            &s.get(Key::MaxIterations).origin,
             Origin::File {
                 line: 4,
                 layer: Layer::Project,
                 ..
             }
         ));
-        assert_eq!(s.count("limits.jobs"), 3);
+        assert_eq!(s.count(Key::Jobs), 3);
         assert_eq!(
-            s.get("limits.jobs").origin.to_string(),
+            s.get(Key::Jobs).origin.to_string(),
             format!("{}:3", home.path().join("config.md").display())
         );
-        assert_eq!(s.text("agent.command"), Some("./b.sh"));
+        assert_eq!(s.text(Key::AgentCommand), Some("./b.sh"));
         assert_eq!(
-            s.get("agent.command").origin,
+            s.get(Key::AgentCommand).origin,
             Origin::Env("AUTOMATON_AGENT")
         );
-        assert_eq!(
-            s.duration("limits.max_phase_time"),
-            Duration::from_secs(3600)
-        );
+        assert_eq!(s.duration(Key::MaxPhaseTime), Duration::from_secs(3600));
         assert!(
             s.warnings
                 .iter()
@@ -725,6 +757,154 @@ mod tests {
             "{:?}",
             s.warnings
         );
+    }
+
+    #[test]
+    fn the_registry_and_the_keys_line_up() {
+        assert_eq!(Key::ALL.len(), KEYS.len());
+        for (i, key) in Key::ALL.iter().enumerate() {
+            assert_eq!(*key as usize, i);
+            assert_eq!(key.spec().setting, *key);
+        }
+        let mut ids: Vec<_> = KEYS.iter().map(|k| k.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), KEYS.len(), "ids are unique");
+        let mut vars: Vec<_> = KEYS.iter().filter_map(|k| k.env).collect();
+        let n = vars.len();
+        vars.sort_unstable();
+        vars.dedup();
+        assert_eq!(vars.len(), n, "one setting per variable");
+        for spec in KEYS.iter().filter(|k| k.file == SettingsFile::Env) {
+            assert_eq!(
+                spec.env,
+                Some(spec.key),
+                "{}: shown by its variable",
+                spec.id
+            );
+        }
+    }
+
+    #[test]
+    fn every_key_reads_as_its_kind() {
+        let project = tempfile::tempdir().unwrap();
+        let s = Settings::load_with(project.path(), None, &|_| None).unwrap();
+        for key in Key::ALL {
+            match key.spec().kind {
+                Kind::Bool => drop(s.bool(*key)),
+                Kind::Count => drop(s.count(*key)),
+                Kind::Duration | Kind::Seconds => drop(s.duration(*key)),
+                Kind::Ratio => drop(s.ratio(*key)),
+                Kind::Tokens => drop(s.tokens(*key)),
+                Kind::Text | Kind::Choice(_) => drop(s.text(*key)),
+            }
+            assert!(!s.is_set(*key));
+        }
+        assert_eq!(s.duration(Key::KillGrace), Duration::from_secs(5));
+        assert_eq!(s.duration(Key::ContractGrace), Duration::from_secs(10));
+        assert_eq!(s.duration(Key::VramScriptTimeout), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn environment_knobs_are_settings_with_their_origin() {
+        let project = tempfile::tempdir().unwrap();
+        let env = |k: &str| match k {
+            "AUTOMATON_KILL_GRACE" => Some("300ms".to_string()),
+            "AUTOMATON_VRAM_SCRIPT_TIMEOUT" => Some("0.5".to_string()),
+            "AUTOMATON_HOME" => Some("/elsewhere".to_string()),
+            _ => None,
+        };
+        let s = Settings::load_with(project.path(), None, &env).unwrap();
+        assert_eq!(s.duration(Key::KillGrace), Duration::from_millis(300));
+        assert_eq!(
+            s.get(Key::KillGrace).origin,
+            Origin::Env("AUTOMATON_KILL_GRACE")
+        );
+        assert_eq!(
+            s.duration(Key::VramScriptTimeout),
+            Duration::from_millis(500)
+        );
+        assert_eq!(s.text(Key::Home), Some("/elsewhere"));
+        assert_eq!(s.get(Key::ContractGrace).origin, Origin::Default);
+        // A file cannot set an environment-only knob, nor does its section become known.
+        std::fs::create_dir(project.path().join(".automaton")).unwrap();
+        std::fs::write(
+            project.path().join(".automaton/config.md"),
+            "## Variables\n- **AUTOMATON_KILL_GRACE**: 9s\n",
+        )
+        .unwrap();
+        let s = Settings::load_with(project.path(), None, &|_| None).unwrap();
+        assert_eq!(s.duration(Key::KillGrace), Duration::from_secs(5));
+        assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn a_bad_environment_value_names_the_variable() {
+        let project = tempfile::tempdir().unwrap();
+        for (var, bad, expected) in [
+            ("AUTOMATON_KILL_GRACE", "soon", "a duration like 90s"),
+            ("AUTOMATON_CONTRACT_GRACE", "-2s", "a duration like 90s"),
+            ("AUTOMATON_VRAM_SCRIPT_TIMEOUT", "0", "a number of seconds"),
+        ] {
+            let env = |k: &str| (k == var).then(|| bad.to_string());
+            let err = Settings::load_with(project.path(), None, &env).unwrap_err();
+            assert!(
+                matches!(err, SettingsError::BadEnv { name, .. } if name == var),
+                "{err:?}"
+            );
+            let msg = err.to_string();
+            assert!(
+                msg.starts_with(&format!("environment variable {var}: expected {expected}")),
+                "{msg}"
+            );
+            assert!(msg.ends_with(&format!("not `{bad}`")), "{msg}");
+        }
+    }
+
+    /// Every `AUTOMATON_*` variable named in `src/` is either a setting (shown by `config`) or
+    /// part of the agent contract (set for the agent, never read).
+    #[test]
+    fn every_automaton_variable_is_in_the_registry() {
+        const AGENT_CONTRACT: &[&str] = &[
+            "AUTOMATON_PHASE",
+            "AUTOMATON_TASK",
+            "AUTOMATON_TASK_DIR",
+            "AUTOMATON_ARTIFACT",
+            "AUTOMATON_PROMPT_FILE",
+            "AUTOMATON_PROJECT",
+            "AUTOMATON_ATTEMPT",
+            "AUTOMATON_WORKTREE",
+            "AUTOMATON_BRANCH",
+        ];
+        let mut files = Vec::new();
+        let mut dirs = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    files.push(path);
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        for path in files {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (at, _) in text.match_indices("\"AUTOMATON_") {
+                let name: String = text[at + 1..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                    .collect();
+                let known = KEYS.iter().any(|k| k.env == Some(name.as_str()))
+                    || AGENT_CONTRACT.contains(&name.as_str());
+                // (`"AUTOMATON_` alone is this test's own needle.)
+                if !known && name != "AUTOMATON_" && !name.starts_with("AUTOMATON_TEST_") {
+                    missing.push(format!("{}: {name}", path.display()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "not in settings::KEYS: {missing:?}");
     }
 
     #[test]

@@ -43,6 +43,24 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+/// Parse a time limit in seconds (`10`, `0.5`) or as a duration (`500ms`, `2m`): above 0 and
+/// below a day.
+pub fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let d = match t.parse::<f64>() {
+        Ok(secs) if secs.is_finite() && secs >= 0.0 => Duration::from_secs_f64(secs),
+        Ok(_) => Duration::ZERO,
+        Err(_) => parse_duration(t).unwrap_or(Duration::ZERO),
+    };
+    if d > Duration::ZERO && d < Duration::from_secs(86_400) {
+        Ok(d)
+    } else {
+        Err(format!(
+            "a number of seconds above 0 and below a day, like 10 or 0.5, not `{t}`"
+        ))
+    }
+}
+
 /// Parse yes/no in the spellings the seeds use (`Yes`, `No`, `Enabled`, `Disabled`, ...).
 pub fn parse_bool(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {
@@ -97,6 +115,18 @@ pub fn parse_tokens(s: &str) -> Result<Option<u64>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds() {
+        assert_eq!(parse_seconds("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_seconds(" 0.5 ").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_seconds("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_seconds("2m").unwrap(), Duration::from_secs(120));
+        for bad in ["", "0", "-1", "NaN", "inf", "86400", "1d", "soon"] {
+            let e = parse_seconds(bad).unwrap_err();
+            assert!(e.contains("a number of seconds"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -54,8 +54,12 @@ pub fn write_stop(dir: &Path, reason: &str) -> io::Result<()> {
 
 /// Remove `.stop` (a task being retried); a missing file is fine.
 pub fn clear_stop(dir: &Path) -> io::Result<()> {
-    match std::fs::remove_file(dir.join(STOP_FILE)) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+    let path = dir.join(STOP_FILE);
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io::Error::new(
+            e.kind(),
+            format!("cannot remove {}: {e}", path.display()),
+        )),
         _ => Ok(()),
     }
 }

@@ -111,7 +111,10 @@ fn item_slug(item: &str) -> String {
 }
 
 /// Create every planned fix task that does not exist yet. Returns (task, created now).
-pub fn create_fix_tasks(project: &Path, tree: &TaskTree) -> anyhow::Result<Vec<(FixTask, bool)>> {
+pub fn create_fix_tasks(
+    project: &Path,
+    tree: &TaskTree,
+) -> Result<Vec<(FixTask, bool)>, super::TaskError> {
     let mut out = Vec::new();
     for i in 0..tree.nodes.len() {
         for fix in planned_fix_tasks(tree, i) {

@@ -8,6 +8,7 @@ use crate::fsx::write_atomic;
 use crate::state::State;
 use crate::store::task_files::{OriginFile, write_origin, write_state};
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 pub use tree::{TaskNode, TaskTree};
@@ -26,19 +27,39 @@ pub struct NewTask<'a> {
     pub copy_from: Option<(&'a str, &'a Path, &'a [&'a str])>,
 }
 
+/// A task folder that could not be created; each names the folder or file.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("task {0} already exists")]
+    Exists(String),
+    #[error("cannot create {path}: {source}")]
+    Create { path: String, source: io::Error },
+    /// Writing a file of the new task failed ([`crate::fsx::write_atomic`] names the file).
+    #[error(transparent)]
+    Write(#[from] io::Error),
+}
+
 /// Create a task folder with `.state` (and `.origin`, `TASK.md`, copied reports where asked).
 /// Refuses a folder that already exists. Every file is written atomically.
-pub fn create_task(project: &Path, task: &NewTask<'_>) -> anyhow::Result<PathBuf> {
+pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskError> {
     let dir = project.join(task.rel);
     if let Some(parent) = dir.parent() {
-        fs::create_dir_all(parent)?;
+        fs::create_dir_all(parent).map_err(|source| TaskError::Create {
+            path: parent.display().to_string(),
+            source,
+        })?;
     }
     match fs::create_dir(&dir) {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            anyhow::bail!("task {} already exists", task.rel)
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(TaskError::Exists(task.rel.to_string()));
         }
-        Err(e) => anyhow::bail!("cannot create {}: {e}", task.rel),
+        Err(source) => {
+            return Err(TaskError::Create {
+                path: task.rel.to_string(),
+                source,
+            });
+        }
     }
     let mut origin = OriginFile {
         start: task.start.word().to_string(),

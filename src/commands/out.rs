@@ -1,0 +1,61 @@
+//! The one way commands write to stdout. A reader that closes early (`automaton status |
+//! head -1`) ends the command quietly with exit 0, as ripgrep does: no `println!`, which
+//! panics on a closed pipe.
+
+use std::fmt;
+use std::io::{self, Write};
+
+/// Writing to stdout failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StdoutError {
+    /// The reader went away: not a failure of the command.
+    #[error("stdout was closed")]
+    BrokenPipe,
+    #[error("cannot write to stdout: {0}")]
+    Write(#[source] io::Error),
+}
+
+impl From<io::Error> for StdoutError {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::BrokenPipe {
+            StdoutError::BrokenPipe
+        } else {
+            StdoutError::Write(e)
+        }
+    }
+}
+
+/// Write `text` to stdout and flush it.
+pub fn print(text: impl fmt::Display) -> Result<(), StdoutError> {
+    let mut out = io::stdout().lock();
+    write!(out, "{text}")?;
+    out.flush()?;
+    Ok(())
+}
+
+/// Write `text` and a newline to stdout and flush it.
+pub fn println(text: impl fmt::Display) -> Result<(), StdoutError> {
+    print(format_args!("{text}\n"))
+}
+
+/// For output that must not change the exit code (how an `orchestrate` run ended): a closed
+/// pipe is not an error there.
+pub fn closed_is_ok(e: StdoutError) -> Result<(), StdoutError> {
+    match e {
+        StdoutError::BrokenPipe => Ok(()),
+        other => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_pipe_is_its_own_error() {
+        let e = StdoutError::from(io::Error::from(io::ErrorKind::BrokenPipe));
+        assert!(matches!(e, StdoutError::BrokenPipe));
+        let e = StdoutError::from(io::Error::from(io::ErrorKind::StorageFull));
+        assert!(matches!(e, StdoutError::Write(_)));
+    }
+}
