@@ -16,7 +16,7 @@ Examples:
   automaton status --json | jq '.tasks[]'     the same for scripts
   automaton detect-vram --human               GPU/RAM/context budget
 
-Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-20 human intervention needed,
+Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-22 human intervention needed,
 75 project locked, 130 interrupted).";
 
 #[derive(Debug, Parser)]
@@ -63,6 +63,27 @@ pub enum Command {
     DetectVram(DetectVramArgs),
     /// Print the task graph (tasks, sub-tasks, dependencies) as Mermaid or Graphviz DOT
     Graph(GraphArgs),
+    /// Merge a completed task's integration branch into the branch checked out in the project
+    /// root (isolation `worktree`; fast-forward when possible, never with force)
+    Merge(MergeArgs),
+    /// Remove the worktrees and merged branches of finished tasks (isolation `worktree`);
+    /// refuses dirty worktrees and unmerged branches, never deletes orphans
+    Clean(CleanArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The top-level task whose branch to merge (e.g. `tasks/auth` or `auth`)
+    pub task: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// Print what would be removed and refused, and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Only this task and its sub-tasks
+    pub task: Option<String>,
 }
 
 #[derive(Debug, Args)]

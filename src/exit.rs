@@ -31,7 +31,10 @@ pub const SUBTASKS_FAILED: u8 = 18;
 pub const NEEDS_HUMAN: u8 = 19;
 /// `orchestrate`: task isolation failed: a sub-task's merge-back conflicted (the files are
 /// named), or a git worktree or commit could not be made.
-pub const ISOLATION_FAILED: u8 = 20;
+pub const ISOLATION_FAILED: u8 = 22;
+/// `merge` / `clean`: refused to keep work safe (uncommitted changes, an unmerged branch, a
+/// conflict); nothing was changed.
+pub const REFUSED: u8 = 23;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.

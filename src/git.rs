@@ -93,6 +93,15 @@ impl Repo {
         })
     }
 
+    /// A handle for ref queries (ancestry, tips, counts) from any folder inside the work tree,
+    /// without the look-ups of [`Repo::discover`].
+    pub fn at(dir: &Path) -> Repo {
+        Repo {
+            top: dir.to_path_buf(),
+            prefix: PathBuf::new(),
+        }
+    }
+
     /// The commit checked out in `dir` (a worktree of this repository).
     pub fn head(&self, dir: &Path) -> Result<String> {
         git(dir, &["rev-parse", "HEAD"])
@@ -164,7 +173,7 @@ impl Repo {
     /// a crash); a half-created folder git does not know is left for a human, never deleted.
     pub fn ensure_worktree(&self, path: &Path, branch: &str, start: &str) -> Result<()> {
         // A crash between `worktree add` and now leaves a registered worktree: reuse it.
-        let _ = git(&self.top, &["worktree", "prune"]);
+        let _ = self.prune();
         if let Some((existing, _)) = self
             .worktrees()?
             .into_iter()
@@ -289,6 +298,15 @@ impl Repo {
         Ok(!git(worktree, &["status", "--porcelain"])?.is_empty())
     }
 
+    /// Tracked files with uncommitted changes in a worktree (untracked files are not counted).
+    pub fn uncommitted(&self, worktree: &Path) -> Result<Vec<String>> {
+        let text = git(worktree, &["status", "--porcelain", "--untracked-files=no"])?;
+        Ok(text
+            .lines()
+            .map(|l| l.get(3..).unwrap_or(l).to_string())
+            .collect())
+    }
+
     /// Commits on `branch` that `base` does not have.
     pub fn ahead(&self, base: &str, branch: &str) -> Result<u64> {
         let n = git(
@@ -298,15 +316,22 @@ impl Repo {
         Ok(n.parse().unwrap_or(0))
     }
 
+    /// Forget registered worktrees whose folders are gone.
+    pub fn prune(&self) -> Result<()> {
+        git(&self.top, &["worktree", "prune"])?;
+        Ok(())
+    }
+
     /// Remove a clean worktree (never with force).
     pub fn remove_worktree(&self, path: &Path) -> Result<()> {
         git(&self.top, &["worktree", "remove", &path.to_string_lossy()])?;
         Ok(())
     }
 
-    /// Delete a branch that is merged (`git branch -d`, never `-D`).
-    pub fn delete_merged_branch(&self, branch: &str) -> Result<()> {
-        git(&self.top, &["branch", "--quiet", "-d", branch])?;
+    /// Delete a branch that is merged into what `checkout` (a worktree) has checked out
+    /// (`git branch -d`, which checks exactly that; never `-D`).
+    pub fn delete_merged_branch(&self, checkout: &Path, branch: &str) -> Result<()> {
+        git(checkout, &["branch", "--quiet", "-d", branch])?;
         Ok(())
     }
 
@@ -439,7 +464,7 @@ mod tests {
         fs::write(wt.join("c.txt"), "c\n").unwrap();
         r.commit_all(&wt, "c").unwrap().unwrap();
         assert!(
-            r.delete_merged_branch("x/c").is_err(),
+            r.delete_merged_branch(&r.top, "x/c").is_err(),
             "not merged: -d refuses"
         );
         fs::write(r.top.join("d.txt"), "d\n").unwrap();
@@ -447,7 +472,7 @@ mod tests {
         assert_eq!(r.merge(&r.top, "x/c").unwrap(), Merge::Merged);
         assert!(r.is_ancestor("x/c", "main").unwrap());
         r.remove_worktree(&wt).unwrap();
-        r.delete_merged_branch("x/c").unwrap();
+        r.delete_merged_branch(&r.top, "x/c").unwrap();
         assert_eq!(r.branches("x/").unwrap(), Vec::<String>::new());
     }
 }

@@ -45,6 +45,12 @@ pub enum Error {
     /// A command line that is well-formed but not allowed (exit 2, like clap's own errors).
     #[error("{0}")]
     Usage(String),
+    /// A git step failed (names the command and folder).
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+    /// `merge` or `clean` would lose or overwrite work, so it did nothing (exit 21).
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl Error {
@@ -54,6 +60,7 @@ impl Error {
             Error::Stdout(StdoutError::BrokenPipe) => exit::OK,
             Error::Lock(e) => e.exit_code(),
             Error::Usage(_) => exit::USAGE,
+            Error::Refused(_) => exit::REFUSED,
             Error::Settings(_)
             | Error::Task(_)
             | Error::Run(_)
@@ -62,6 +69,7 @@ impl Error {
             | Error::ProjectPath { .. }
             | Error::Signals(_)
             | Error::Json(_)
+            | Error::Git(_)
             | Error::Input(_) => exit::ERROR,
         }
     }

@@ -5,6 +5,7 @@ mod config;
 mod detect_vram;
 mod error;
 mod graph;
+mod isolation;
 mod orchestrate;
 pub mod out;
 mod status;
@@ -102,5 +103,7 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Config(args) => config::config_command(&ctx, args),
         cli::Command::DetectVram(args) => detect_vram::detect_command(&ctx, args),
         cli::Command::Graph(args) => graph::graph_command(&ctx, args),
+        cli::Command::Merge(args) => isolation::merge_command(&ctx, args),
+        cli::Command::Clean(args) => isolation::clean_command(&ctx, args),
     }
 }

@@ -4,8 +4,10 @@
 
 pub mod graph;
 
+use crate::git::Repo;
 use crate::settings::{Key, Settings};
 use crate::state::{Artifact, Counts, Phase, PhaseConfig, State};
+use crate::store::isolation::IsolationRecord;
 use crate::store::journal::{self, Usage};
 use crate::task::TaskTree;
 use crate::task::fix::{FixTask, planned_fix_tasks};
@@ -57,6 +59,41 @@ pub struct TaskView {
     /// Totals of the task's run journal (absent before its first phase run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// Isolation `worktree`: the task's branch and worktree (null with `none`).
+    pub branch: Option<String>,
+    pub worktree: Option<String>,
+    /// Whether the branch is merged: a sub-task's into its parent's integration branch, a
+    /// top-level task's into the branch it started from (null without a branch).
+    pub merged: Option<bool>,
+    /// Top level: commits the integration branch has that its base branch has not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ahead: Option<u64>,
+    /// Top level: the branch it started from, where `automaton merge` brings the work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_branch: Option<String>,
+    /// Top level, complete and not merged: the command that merges its branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge_command: Option<String>,
+}
+
+/// What git says of an isolated task's branch: (merged, commits ahead of its base).
+fn branch_facts(tree: &TaskTree, i: usize, rec: &IsolationRecord) -> (Option<bool>, Option<u64>) {
+    let node = &tree.nodes[i];
+    let repo = Repo::at(&node.dir);
+    let target = match node.parent {
+        Some(p) => crate::store::isolation::read(&tree.nodes[p].dir).map(|r| r.branch),
+        None => rec.base_branch.clone(),
+    };
+    let Some(target) = target else {
+        return (None, None);
+    };
+    let merged = repo.is_ancestor(&rec.branch, &target).ok();
+    let ahead = node
+        .parent
+        .is_none()
+        .then(|| repo.ahead(&target, &rec.branch).ok())
+        .flatten();
+    (merged, ahead)
 }
 
 /// The `status --json` document.
@@ -191,6 +228,10 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         }
         _ => None,
     };
+    let isolated = crate::store::isolation::read(&node.dir);
+    let (merged, ahead) = isolated
+        .as_ref()
+        .map_or((None, None), |r| branch_facts(tree, i, r));
     TaskView {
         path: node.rel.clone(),
         name: node.name.clone(),
@@ -213,6 +254,19 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         subtasks,
         fix_tasks,
         usage: journal::usage(&node.dir),
+        merged,
+        ahead,
+        base_branch: isolated
+            .as_ref()
+            .filter(|_| node.parent.is_none())
+            .and_then(|r| r.base_branch.clone()),
+        merge_command: (state == State::Complete
+            && node.parent.is_none()
+            && isolated.is_some()
+            && merged == Some(false))
+        .then(|| format!("{prefix} merge {}", node.rel)),
+        branch: isolated.as_ref().map(|r| r.branch.clone()),
+        worktree: isolated.map(|r| r.worktree),
     }
 }
 
@@ -331,6 +385,26 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
                 s.orphans.join(", ")
             );
         }
+    }
+    if let Some(branch) = &v.branch {
+        let _ = match (&v.base_branch, v.ahead, v.merged) {
+            (Some(base), _, Some(true)) => {
+                writeln!(out, "- **Branch**: {branch} (merged into {base})")
+            }
+            (Some(base), Some(n), _) if v.state == "complete" => writeln!(
+                out,
+                "- **Branch**: {branch} ({n} commit{} ahead of {base}); take it with `{}`",
+                if n == 1 { "" } else { "s" },
+                v.merge_command.as_deref().unwrap_or("automaton merge")
+            ),
+            (Some(base), Some(n), _) => writeln!(
+                out,
+                "- **Branch**: {branch} ({n} commit{} ahead of {base})",
+                if n == 1 { "" } else { "s" }
+            ),
+            (_, _, Some(true)) => writeln!(out, "- **Branch**: {branch} (merged)"),
+            _ => writeln!(out, "- **Branch**: {branch}"),
+        };
     }
     if let Some(line) = v.usage.as_ref().and_then(usage_line) {
         let _ = writeln!(out, "- **Usage**: {line}");

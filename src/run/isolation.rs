@@ -202,6 +202,135 @@ impl Isolation {
     }
 }
 
+/// One finished task's worktree and branch to remove.
+#[derive(Debug)]
+pub struct Removal {
+    pub task: String,
+    pub worktree: PathBuf,
+    pub branch: String,
+    /// A checkout of the branch it is merged into (`git branch -d` checks against it).
+    pub merged_into: PathBuf,
+}
+
+/// What `automaton clean` would do: remove these, refuse those, list orphans.
+#[derive(Debug, Default)]
+pub struct CleanPlan {
+    /// Sub-tasks before their parents.
+    pub remove: Vec<Removal>,
+    /// One line each: what is kept and why.
+    pub refused: Vec<String>,
+    /// Worktrees under `.automaton/worktrees/` and `automaton/*` branches no task owns.
+    pub orphans: Vec<String>,
+}
+
+/// Plan the clean-up of finished tasks' worktrees and merged branches (`only`: one task and
+/// its sub-tasks). Nothing is changed here.
+pub fn clean_plan(
+    repo: &Repo,
+    project: &Path,
+    tree: &crate::task::TaskTree,
+    only: Option<&str>,
+) -> Result<CleanPlan, IsolationError> {
+    let mut plan = CleanPlan::default();
+    let mut owned_branches = Vec::new();
+    let mut owned_worktrees = Vec::new();
+    // Deepest first, so a sub-task's branch goes before the parent's it is checked against.
+    let mut order: Vec<usize> = (0..tree.nodes.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(tree.nodes[*i].depth));
+    for i in order {
+        let node = &tree.nodes[i];
+        let Some(rec) = isolation::read(&node.dir) else {
+            continue;
+        };
+        owned_branches.push(rec.branch.clone());
+        owned_worktrees.push(PathBuf::from(&rec.worktree));
+        let mine = only.is_none_or(|t| node.rel == t || node.rel.starts_with(&format!("{t}/")));
+        if !mine {
+            continue;
+        }
+        let rel = &node.rel;
+        if !node.state().is_terminal() {
+            plan.refused
+                .push(format!("{rel}: not finished (state {})", node.state()));
+            continue;
+        }
+        let parent = node.parent.map(|p| isolation::read(&tree.nodes[p].dir));
+        let (target, merged_into) = match parent {
+            Some(Some(p)) => (Some(p.branch), PathBuf::from(p.worktree)),
+            Some(None) => (None, repo.top.clone()),
+            None => (rec.base_branch.clone(), repo.top.clone()),
+        };
+        let Some(target) = target else {
+            plan.refused.push(format!(
+                "{rel}: {} has no branch to be merged into; kept",
+                rec.branch
+            ));
+            continue;
+        };
+        if repo.branch_tip(&rec.branch).is_some() && !repo.is_ancestor(&rec.branch, &target)? {
+            plan.refused.push(format!(
+                "{rel}: branch {} is not merged into {target}; kept",
+                rec.branch
+            ));
+            continue;
+        }
+        let worktree = PathBuf::from(&rec.worktree);
+        if worktree.exists() && repo.is_dirty(&worktree)? {
+            plan.refused.push(format!(
+                "{rel}: worktree {} has uncommitted or untracked changes; kept",
+                worktree.display()
+            ));
+            continue;
+        }
+        plan.remove.push(Removal {
+            task: rel.clone(),
+            worktree,
+            branch: rec.branch,
+            merged_into,
+        });
+    }
+    let root = project.join(WORKTREES_DIR);
+    for (path, branch) in repo.worktrees()? {
+        if path.starts_with(&root) && !owned_worktrees.iter().any(|w| same_dir(w, &path)) {
+            plan.orphans.push(format!(
+                "worktree {} ({}) belongs to no task",
+                path.display(),
+                branch.as_deref().unwrap_or("detached")
+            ));
+        }
+    }
+    for branch in repo.branches("automaton/")? {
+        if !owned_branches.contains(&branch) {
+            plan.orphans
+                .push(format!("branch {branch} belongs to no task"));
+        }
+    }
+    Ok(plan)
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || a.canonicalize().ok() == b.canonicalize().ok()
+}
+
+/// Remove what a [`clean_plan`] lists: the worktree (never forced), then the branch with
+/// `git branch -d`, then the task's record.
+pub fn clean_one(repo: &Repo, project: &Path, r: &Removal) -> Result<(), IsolationError> {
+    if r.worktree.exists() {
+        repo.remove_worktree(&r.worktree)?;
+    }
+    if repo.branch_tip(&r.branch).is_some() {
+        repo.delete_merged_branch(&r.merged_into, &r.branch)?;
+    }
+    let record = project.join(&r.task).join(isolation::ISOLATION_FILE);
+    match std::fs::remove_file(&record) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(IsolationError::Io {
+            path: record.display().to_string(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,8 @@
 #   AGENT_SLEEP seconds, then ok), decompose (research also writes DECOMPOSITION.md from
 #   AGENT_DECOMPOSITION, or AGENT_DECOMPOSITION_DEEP in a sub-task when set).
 # Every run appends "<task> <phase> <start> <end>" to $AGENT_LOG (times in ns).
+# AGENT_IMPLEMENT: shell code run (in the agent's working directory) at the implement phase,
+# e.g. to edit code files in a worktree.
 set -u
 phase=$AUTOMATON_PHASE
 task=${AUTOMATON_TASK:-?}
@@ -50,6 +52,9 @@ Written by the scripted test agent." ;;
 }
 
 echo "working on $phase for $task"
+if [ "$phase" = implement ] && [ -n "${AGENT_IMPLEMENT:-}" ]; then
+  eval "$AGENT_IMPLEMENT" || exit 4
+fi
 case $behavior in
   ok) ;;
   slow) sleep "${AGENT_SLEEP:-0.2}" ;;
