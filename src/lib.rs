@@ -9,6 +9,7 @@ pub mod config_cmd;
 pub mod detect;
 pub mod exit;
 pub mod fsx;
+pub mod process;
 pub mod report;
 pub mod run;
 pub mod settings;
