@@ -30,7 +30,7 @@ pub const SUBTASKS_FAILED: u8 = 18;
 pub const NEEDS_HUMAN: u8 = 19;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
-/// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.
+/// Interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP; every child was stopped.
 pub const INTERRUPTED: u8 = 130;
 
 /// An error that carries its own exit code, for failures the caller must be able to tell apart.

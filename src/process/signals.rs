@@ -10,8 +10,8 @@
 //!   process exits with 130 without unwinding.
 //!
 //! The signals are received by a dedicated thread (`signal_hook::iterator`), not acted on in
-//! the handler itself, so this module needs no `unsafe`: the async-signal-safe part lives in
-//! signal-hook.
+//! the handler itself: the async-signal-safe part lives in signal-hook, and nothing here runs
+//! in a handler.
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::pipe::{PipeFlags, pipe_with};

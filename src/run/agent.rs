@@ -67,7 +67,7 @@ pub enum AgentEnd {
     TotalTimeout,
     /// The log did not grow for `stall_timeout`; the group was stopped.
     Stalled,
-    /// The `cancel` flag was set (Ctrl-C / SIGTERM); the group was stopped.
+    /// The `cancel` flag was set (Ctrl-C / SIGTERM / SIGHUP); the group was stopped.
     Cancelled,
 }
 
@@ -103,7 +103,7 @@ impl AgentEnd {
                 Some(d) => format!("no output for {} (stalled)", human_duration(d)),
                 None => "no output (stalled)".to_string(),
             },
-            AgentEnd::Cancelled => "interrupted (Ctrl-C or SIGTERM)".to_string(),
+            AgentEnd::Cancelled => "interrupted (Ctrl-C, SIGTERM or SIGHUP)".to_string(),
         }
     }
 }
