@@ -1,31 +1,36 @@
-//! A child in its own process group, watched through the kernel: a pidfd says it exited,
-//! inotify says its log grew, its pipes say it printed, the signal policy's wake pipe says
-//! automaton was asked to stop; `poll(2)` waits on all of them with the nearest deadline as
-//! its timeout.
+//! A child in its own process group, watched through the kernel: a pidfd says it exited, its
+//! output pipe says it printed, the signal policy's wake pipe says automaton was asked to stop;
+//! `poll(2)` waits on all of them with the nearest deadline as its timeout.
+//!
+//! Output reaches the log through a pipe the supervisor reads and copies into the file (a tee),
+//! not by handing the child the file: so each write wakes the runner at once. (An inotify watch
+//! on the file would too, but closing an inotify instance costs the closing thread 15–20 ms in
+//! the kernel, per phase.) A process that escapes the group and keeps the pipe open cannot block
+//! us: the pipe is read without blocking and dropped once the group is gone. An agent that
+//! outlives a SIGKILLed automaton gets EPIPE (or SIGPIPE) when it next writes.
 
 use super::signals;
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
-use rustix::fs::inotify;
 use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Longest wait without a wake-up source: only when the kernel cannot tell us (a cancel flag
-/// that is not the signal policy's, no inotify instance left for a log).
+/// that is not the signal policy's).
 const BACKSTOP: Duration = Duration::from_millis(50);
 /// After SIGKILL, how long members get to disappear before they are reported as leftovers.
 const AFTER_KILL: Duration = Duration::from_secs(1);
 
 /// Where the child's stdout and stderr go.
-pub enum Output<'a> {
-    /// Both appended to this file (opened for appending); `path` is watched for growth.
-    Log { file: File, path: &'a Path },
+pub enum Output {
+    /// Both through one pipe, copied into this file (opened for appending); the bytes are also
+    /// handed to the caller ([`Group::take_fresh`]).
+    Log(File),
     /// Each through a pipe the supervisor reads, keeping at most `max` bytes of each.
     Capture { max: usize },
 }
@@ -34,7 +39,7 @@ pub enum Output<'a> {
 pub struct Options<'a> {
     /// Written to stdin by a helper thread, then stdin is closed; `None`: stdin is /dev/null.
     pub stdin: Option<&'a [u8]>,
-    pub output: Output<'a>,
+    pub output: Output,
     /// The stop request: [`Group::wait`] returns [`Event::Cancelled`] once it is set.
     pub cancel: &'a AtomicBool,
     /// Between SIGTERM and SIGKILL when the group is stopped.
@@ -66,32 +71,44 @@ impl std::fmt::Display for Leftover {
     }
 }
 
+/// Reads per wake-up, so a very chatty child cannot starve the deadline checks.
+const READS_PER_WAKE: usize = 64;
+
+/// One output pipe: what was read is kept (up to `max` bytes) or teed into `log`.
 struct Capture {
     fd: Option<OwnedFd>,
     kept: Vec<u8>,
     max: usize,
+    log: Option<File>,
 }
 
 impl Capture {
     /// Read what is there without blocking; closes the pipe at end of file.
     fn drain(&mut self) -> io::Result<()> {
         let Some(fd) = &self.fd else { return Ok(()) };
-        let mut buf = [0u8; 16 * 1024];
-        loop {
+        let mut buf = [0u8; 64 * 1024];
+        for _ in 0..READS_PER_WAKE {
             match rustix::io::read(fd, &mut buf) {
                 Ok(0) => {
                     self.fd = None;
                     return Ok(());
                 }
-                Ok(n) => {
-                    let room = self.max.saturating_sub(self.kept.len());
-                    self.kept.extend_from_slice(&buf[..n.min(room)]);
-                }
+                Ok(n) => match &mut self.log {
+                    Some(log) => {
+                        log.write_all(&buf[..n])?;
+                        self.kept.extend_from_slice(&buf[..n]);
+                    }
+                    None => {
+                        let room = self.max.saturating_sub(self.kept.len());
+                        self.kept.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                },
                 Err(rustix::io::Errno::INTR) => {}
                 Err(rustix::io::Errno::AGAIN) => return Ok(()),
                 Err(e) => return Err(e.into()),
             }
         }
+        Ok(())
     }
 }
 
@@ -102,8 +119,7 @@ pub struct Group<'a> {
     pgid: Pid,
     /// Readable once the leader exited: its pidfd, or a pipe a waiter thread writes to.
     exit_fd: OwnedFd,
-    /// inotify on the log (`Output::Log`).
-    watch: Option<OwnedFd>,
+    /// stdout and stderr (`Output::Capture`), or the one pipe teed into the log (`Output::Log`).
     captures: Vec<Capture>,
     cancel: &'a AtomicBool,
     /// The cancel flag comes with a wake-up on the policy's pipe.
@@ -118,12 +134,14 @@ pub struct Group<'a> {
 impl<'a> Group<'a> {
     /// Spawn `cmd` (its stdio is set here) as the leader of a new process group.
     pub fn spawn(mut cmd: Command, opts: Options<'a>) -> io::Result<Group<'a>> {
-        let mut watch = None;
+        let mut log = None;
+        let mut log_pipe = None;
         let capture_max = match opts.output {
-            Output::Log { file, path } => {
-                // Watch before the child can write, so no growth goes unseen.
-                watch = watch_file(path);
-                cmd.stdout(file.try_clone()?).stderr(file);
+            Output::Log(file) => {
+                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+                cmd.stdout(write.try_clone()?).stderr(write);
+                log = Some(file);
+                log_pipe = Some(read);
                 None
             }
             Output::Capture { max } => {
@@ -137,14 +155,20 @@ impl<'a> Group<'a> {
             Stdio::null()
         });
         cmd.process_group(0);
-        let mut child = cmd.spawn()?;
+        let spawned = cmd.spawn();
+        // Our copies of the pipe's write end go with the command: only the child holds it.
+        drop(cmd);
+        let mut child = spawned?;
         let pgid = Pid::from_child(&child);
         let slot = signals::register_group(pgid.as_raw_pid());
-        let captures = match capture_max {
-            Some(max) => [
+        let fds = match capture_max {
+            Some(_) => vec![
                 child.stdout.take().map(OwnedFd::from),
                 child.stderr.take().map(OwnedFd::from),
-            ]
+            ],
+            None => vec![log_pipe],
+        };
+        let captures = fds
             .into_iter()
             .map(|fd| -> io::Result<Capture> {
                 if let Some(fd) = &fd {
@@ -153,12 +177,17 @@ impl<'a> Group<'a> {
                 Ok(Capture {
                     fd,
                     kept: Vec::new(),
-                    max,
+                    max: capture_max.unwrap_or(usize::MAX),
+                    log: None,
                 })
             })
-            .collect::<io::Result<Vec<_>>>(),
-            None => Ok(Vec::new()),
-        };
+            .collect::<io::Result<Vec<_>>>()
+            .map(|mut c| {
+                if let Some(first) = c.first_mut() {
+                    first.log = log;
+                }
+                c
+            });
         let stdin = child.stdin.take();
         let exit_fd = match exit_notifier(pgid) {
             Ok(fd) => fd,
@@ -176,7 +205,6 @@ impl<'a> Group<'a> {
             child,
             pgid,
             exit_fd,
-            watch,
             captures: Vec::new(),
             cancel: opts.cancel,
             cancel_wakes: signals::is_policy_flag(opts.cancel),
@@ -211,7 +239,7 @@ impl<'a> Group<'a> {
         } else {
             deadline.map(|d| d.saturating_duration_since(Instant::now()))
         };
-        if !self.cancel_wakes || (self.watch.is_none() && self.captures.is_empty()) {
+        if !self.cancel_wakes {
             timeout = Some(timeout.map_or(BACKSTOP, |t| t.min(BACKSTOP)));
         }
         let wake = if self.cancel_wakes {
@@ -223,15 +251,9 @@ impl<'a> Group<'a> {
             let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);
             fds.push(PollFd::new(&self.exit_fd, PollFlags::IN));
             for fd in self
-                .watch
-                .as_ref()
-                .map(|w| w.as_fd())
-                .into_iter()
-                .chain(
-                    self.captures
-                        .iter()
-                        .filter_map(|c| c.fd.as_ref().map(|f| f.as_fd())),
-                )
+                .captures
+                .iter()
+                .filter_map(|c| c.fd.as_ref().map(|f| f.as_fd()))
                 .chain(wake)
             {
                 fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
@@ -249,9 +271,6 @@ impl<'a> Group<'a> {
         }
         if self.cancel.load(Ordering::SeqCst) {
             return Ok(Event::Cancelled);
-        }
-        if let Some(w) = &self.watch {
-            drain_inotify(w);
         }
         for c in &mut self.captures {
             c.drain()?;
@@ -318,6 +337,14 @@ impl<'a> Group<'a> {
         &self.leftovers
     }
 
+    /// `Output::Log`: the bytes teed into the log since the last call.
+    pub fn take_fresh(&mut self) -> Vec<u8> {
+        self.captures
+            .first_mut()
+            .map(|c| std::mem::take(&mut c.kept))
+            .unwrap_or_default()
+    }
+
     /// What `Output::Capture` kept of stdout and stderr.
     pub fn take_output(&mut self) -> (Vec<u8>, Vec<u8>) {
         let mut it = self
@@ -358,21 +385,6 @@ fn exit_notifier(pid: Pid) -> io::Result<OwnedFd> {
             let _ = rustix::io::write(&write, &[1]);
         })?;
     Ok(read)
-}
-
-fn watch_file(path: &Path) -> Option<OwnedFd> {
-    let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
-    inotify::add_watch(&fd, path, inotify::WatchFlags::MODIFY).ok()?;
-    Some(fd)
-}
-
-fn drain_inotify(fd: &OwnedFd) {
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = rustix::io::read(fd, &mut buf) {
-        if n == 0 {
-            break;
-        }
-    }
 }
 
 /// Block until `fd` is readable or `deadline` passes; whether it is readable.

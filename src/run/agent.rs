@@ -5,10 +5,11 @@
 //! Design notes:
 //! - The process group, the stop sequence, the signal policy and the waiting are the shared
 //!   supervisor's ([`crate::process`]); this module adds the agent's log, caps and contract.
-//! - Output goes to a log file, never a pipe: a grandchild that escapes and keeps the descriptor
-//!   open can then never block us, and an agent that outlives a killed automaton keeps logging.
-//!   The runner learns that the log grew from inotify and reads it back (from where it was when
-//!   the phase started) to watch for growth, `CONTRACT_MET` and the last line.
+//! - Output (stdout and stderr, interleaved as written) reaches the log through a pipe the
+//!   supervisor reads without blocking and copies into the file; the runner sees each chunk as it
+//!   comes, to watch for growth, `CONTRACT_MET` and the last line. A grandchild that escapes and
+//!   keeps the pipe open cannot block us. An agent left running by a SIGKILLed automaton gets
+//!   EPIPE when it next writes (the kill -9 resume still stops it, by its pid file).
 //! - The prompt is written to stdin by a detached helper thread, then stdin is closed, so an agent
 //!   that never reads stdin cannot block the runner (and `codex exec` sees EOF).
 //! - Every cap is a deadline handed to the supervisor's `poll`: the runner wakes when the agent
@@ -16,7 +17,7 @@
 
 use crate::process::{self, Event, Group, Leftover, Options, Output};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::path::Path;
 use std::process::{Command, ExitStatus};
 use std::sync::Arc;
@@ -167,11 +168,8 @@ const PARTIAL_MAX: usize = 8 * 1024;
 /// the agent and stops it at once, so the outcome always names a real pid; callers that care
 /// should check before calling.
 pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
+    // Appended to: the log may hold an earlier attempt, whose output does not count.
     let log = open_log(spec.log_path)?;
-    let start_len = log.metadata()?.len();
-    // Only output of this run counts (the log may hold an earlier attempt).
-    let mut reader = File::open(spec.log_path)?;
-    reader.seek(SeekFrom::Start(start_len))?;
 
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -183,10 +181,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         cmd,
         Options {
             stdin: Some(spec.prompt.as_bytes()),
-            output: Output::Log {
-                file: log,
-                path: spec.log_path,
-            },
+            output: Output::Log(log),
             cancel: spec.cancel,
             kill_grace: spec.kill_grace,
         },
@@ -197,7 +192,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         crate::fsx::write_atomic(pid_file, format!("{pid} {start}\n").as_bytes())?;
     }
 
-    let mut scan = LogScan::new(reader);
+    let mut scan = LogScan::new();
     let mut last_growth = started;
     let mut contract_seen_at: Option<Instant> = None;
     let mut stopped_after_contract = false;
@@ -213,7 +208,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         .flatten()
         .min();
         let event = group.wait(next)?;
-        if scan.poll(spec.on_line)? {
+        if scan.absorb(&group.take_fresh(), spec.on_line) {
             last_growth = Instant::now();
         }
         if scan.contract_met && contract_seen_at.is_none() {
@@ -221,6 +216,8 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         }
         if let Event::Exited(status) = event {
             group.finish()?;
+            // Output still in the pipe when the leader exited.
+            scan.absorb(&group.take_fresh(), spec.on_line);
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
         let now = Instant::now();
@@ -249,7 +246,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         }
     };
     // Output written while the group was being stopped still counts.
-    scan.poll(spec.on_line)?;
+    scan.absorb(&group.take_fresh(), spec.on_line);
     if let Some(pid_file) = spec.pid_file {
         let _ = std::fs::remove_file(pid_file);
     }
@@ -344,11 +341,9 @@ fn open_log(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// Reads the log as it grows: detects contract lines across read boundaries and keeps the last
-/// non-empty line for display.
+/// Reads the output as it comes: detects contract lines across read boundaries and keeps the
+/// last non-empty line for display.
 struct LogScan {
-    file: File,
-    buf: Vec<u8>,
     /// The unfinished last line (at most `PARTIAL_MAX` bytes, its tail).
     partial: Vec<u8>,
     /// The last complete line with something visible on it.
@@ -358,10 +353,8 @@ struct LogScan {
 }
 
 impl LogScan {
-    fn new(file: File) -> Self {
+    fn new() -> Self {
         LogScan {
-            file,
-            buf: vec![0; 64 * 1024],
             partial: Vec::new(),
             last_complete: Vec::new(),
             contract_met: false,
@@ -369,32 +362,20 @@ impl LogScan {
         }
     }
 
-    /// Read what was appended since the last call. Returns whether the log grew.
-    fn poll(&mut self, on_line: Option<&(dyn Fn(&str) + Sync)>) -> io::Result<bool> {
-        let mut grew = false;
-        // Bounded per call so a very chatty agent cannot starve the timeout checks.
-        for _ in 0..64 {
-            let n = match self.file.read(&mut self.buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            grew = true;
-            let chunk = std::mem::take(&mut self.buf);
-            self.feed(&chunk[..n]);
-            self.buf = chunk;
+    /// Take in what the agent printed since the last call. Returns whether there was any.
+    fn absorb(&mut self, bytes: &[u8], on_line: Option<&(dyn Fn(&str) + Sync)>) -> bool {
+        if bytes.is_empty() {
+            return false;
         }
-        if grew {
-            let latest = display_line(&self.partial).or_else(|| display_line(&self.last_complete));
-            if latest.is_some() && latest != self.last_line {
-                self.last_line = latest;
-                if let (Some(cb), Some(line)) = (on_line, self.last_line.as_deref()) {
-                    cb(line);
-                }
+        self.feed(bytes);
+        let latest = display_line(&self.partial).or_else(|| display_line(&self.last_complete));
+        if latest.is_some() && latest != self.last_line {
+            self.last_line = latest;
+            if let (Some(cb), Some(line)) = (on_line, self.last_line.as_deref()) {
+                cb(line);
             }
         }
-        Ok(grew)
+        true
     }
 
     fn feed(&mut self, chunk: &[u8]) {
@@ -538,8 +519,7 @@ mod tests {
 
     #[test]
     fn scan_handles_split_lines() {
-        let file = tempfile::tempfile().unwrap();
-        let mut scan = LogScan::new(file);
+        let mut scan = LogScan::new();
         scan.feed(b"working\nCONTR");
         assert!(!scan.contract_met);
         scan.feed(b"ACT_MET\n");
