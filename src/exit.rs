@@ -37,5 +37,5 @@ pub const ISOLATION_FAILED: u8 = 22;
 pub const REFUSED: u8 = 23;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
-/// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.
+/// Interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP; every child was stopped.
 pub const INTERRUPTED: u8 = 130;

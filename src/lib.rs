@@ -28,6 +28,7 @@ pub mod exit;
 pub mod fsx;
 pub mod git;
 pub mod names;
+pub mod process;
 pub mod report;
 pub mod run;
 pub mod settings;

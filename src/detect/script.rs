@@ -1,11 +1,12 @@
-//! Step one of the chain: the layered `scripts/vram_detect.sh`, run with `sh` in its own process
-//! group under a timeout, its JSON parsed. Every failure is a reason to fall through, never an
-//! error of the command.
+//! Step one of the chain: the layered `scripts/vram_detect.sh`, run with `sh` by the shared
+//! supervisor ([`crate::process`]: its own process group, TERM then KILL after a grace, Ctrl-C,
+//! SIGTERM and SIGHUP to automaton stop it too) under a timeout, its JSON parsed. Every failure
+//! is a reason to fall through, never an error of the command; an interruption exits with 130.
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
+use crate::process::{Event, Group, Options, Output, signals};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 /// Default time the script may take.
@@ -14,6 +15,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const TIMEOUT_VAR: &str = "AUTOMATON_VRAM_SCRIPT_TIMEOUT";
 /// Most output kept from the script (stdout and stderr each).
 const MAX_OUTPUT: usize = 64 * 1024;
+/// Between TERM and KILL when the script is stopped; `AUTOMATON_KILL_GRACE` overrides it, as
+/// for agents.
+const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(5);
 
 /// The values a script may print (the seed's keys). Missing keys are filled in by the detector.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -33,55 +37,54 @@ pub fn parse_timeout(raw: Option<&str>) -> Option<Duration> {
     (secs.is_finite() && secs > 0.0 && secs < 86_400.0).then(|| Duration::from_secs_f64(secs))
 }
 
-/// Run `sh <script>` in `cwd`; its stdout, or why it did not answer.
+/// Run `sh <script>` in `cwd`; its stdout, or why it did not answer. A stop signal to
+/// automaton stops the script's group and exits with 130.
 pub fn run(script: &Path, cwd: &Path, timeout: Duration) -> Result<String, String> {
-    let mut child = Command::new("sh")
-        .arg(script)
+    // Without the policy (no thread could be started) the script still runs, only without a
+    // reaction to signals, as before.
+    let never = AtomicBool::new(false);
+    let policy = signals::install_for_children().ok();
+    let cancel = policy.as_deref().unwrap_or(&never);
+    let kill_grace = std::env::var("AUTOMATON_KILL_GRACE")
+        .ok()
+        .and_then(|v| crate::settings::value::parse_duration(&v).ok())
+        .unwrap_or(DEFAULT_KILL_GRACE);
+    let mut cmd = Command::new("sh");
+    cmd.arg(script)
         .current_dir(cwd)
-        .env("AUTOMATON_PROJECT", cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start it with sh: {e}"))?;
-    let pgid = child.id() as i32;
-    let out = child.stdout.take().map(reader);
-    let err = child.stderr.take().map(reader);
-    let start = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    let status = loop {
-        match exited_unreaped(pgid) {
-            Ok(true) => {
-                // The leader is a zombie, so its pid (the group id) cannot be reused yet:
-                // whatever the script left running in its group would keep the pipes open.
-                kill_group(pgid);
-                match child.wait() {
-                    Ok(status) => break status,
-                    Err(e) => return Err(format!("cannot wait for it: {e}")),
-                }
+        .env("AUTOMATON_PROJECT", cwd);
+    let mut group = Group::spawn(
+        cmd,
+        Options {
+            stdin: None,
+            output: Output::Capture { max: MAX_OUTPUT },
+            cancel,
+            kill_grace,
+        },
+    )
+    .map_err(|e| format!("cannot start it with sh: {e}"))?;
+    let deadline = Instant::now().checked_add(timeout);
+    let waited = loop {
+        match group.wait(deadline) {
+            // Whatever the script left running in its group would keep the pipes open: stop it.
+            Ok(Event::Exited(_)) => break group.finish(),
+            Ok(Event::Cancelled) => {
+                let _ = group.stop();
+                signals::exit_interrupted("the VRAM detection script was stopped");
             }
-            Ok(false) if start.elapsed() >= timeout => {
-                kill_group(pgid);
-                let _ = child.wait();
+            Ok(Event::Woke) if deadline.is_some_and(|d| Instant::now() >= d) => {
+                let _ = group.stop();
                 return Err(format!(
                     "timed out after {:.1} s (its process group was killed)",
                     timeout.as_secs_f64()
                 ));
             }
-            Ok(false) => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            Err(e) => {
-                kill_group(pgid);
-                let _ = child.wait();
-                return Err(format!("cannot wait for it: {e}"));
-            }
+            Ok(Event::Woke) => {}
+            Err(e) => break Err(e),
         }
     };
-    let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
-    let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
+    let status = waited.map_err(|e| format!("cannot wait for it: {e}"))?;
+    let (stdout, stderr) = group.take_output();
     if !status.success() {
         let why = match status.code() {
             Some(c) => format!("exited with status {c}"),
@@ -96,44 +99,6 @@ pub fn run(script: &Path, cwd: &Path, timeout: Duration) -> Result<String, Strin
         return Err(format!("{why}{last}"));
     }
     Ok(String::from_utf8_lossy(&stdout).into_owned())
-}
-
-fn reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let _ = (&mut r).take(MAX_OUTPUT as u64).read_to_end(&mut kept);
-        let _ = std::io::copy(&mut r, &mut std::io::sink());
-        kept
-    })
-}
-
-/// Whether the child has exited, without reaping it (`waitid` with `WNOWAIT`).
-fn exited_unreaped(pid: i32) -> std::io::Result<bool> {
-    // SAFETY: an all-zero siginfo_t is a valid value; waitid only writes into it.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `info` is a valid, writable siginfo_t for the duration of the call.
-    let rc = unsafe {
-        libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: waitid filled `info` (si_pid stays 0 when the child has not exited).
-    Ok(unsafe { info.si_pid() } != 0)
-}
-
-fn kill_group(pgid: i32) {
-    if pgid > 0 {
-        // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
-    }
 }
 
 /// Parse the script's JSON. Pure. Needs at least `recommended_kb` or `gpu_vram_gb`; every key

@@ -3,23 +3,25 @@
 //! the whole group (TERM, then KILL after a grace period).
 //!
 //! Design notes:
-//! - Output goes to a log file, never a pipe: a grandchild that escapes and keeps the descriptor
-//!   open can then never block us. The runner reads the log back (from where it was when the
-//!   phase started) to watch for growth, `CONTRACT_MET` and the last line.
+//! - The process group, the stop sequence, the signal policy and the waiting are the shared
+//!   supervisor's ([`crate::process`]); this module adds the agent's log, caps and contract.
+//! - Output (stdout and stderr, interleaved as written) reaches the log through a pipe the
+//!   supervisor reads without blocking and copies into the file; the runner sees each chunk as it
+//!   comes, to watch for growth, `CONTRACT_MET` and the last line. A grandchild that escapes and
+//!   keeps the pipe open cannot block us. An agent left running by a SIGKILLed automaton gets
+//!   EPIPE when it next writes (the kill -9 resume still stops it, by its pid file).
 //! - The prompt is written to stdin by a detached helper thread, then stdin is closed, so an agent
 //!   that never reads stdin cannot block the runner (and `codex exec` sees EOF).
-//! - The child leads its own process group (`process_group(0)`), so the terminal's Ctrl-C does not
-//!   reach it directly; the runner forwards the stop to the whole group. A member that calls
-//!   `setsid`/`setpgid` itself escapes the group and is out of reach (documented limitation).
+//! - Every cap is a deadline handed to the supervisor's `poll`: the runner wakes when the agent
+//!   exits, writes, or a deadline passes, never on a tick.
 
+use crate::process::{self, Event, Group, Leftover, Options, Output};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::process::CommandExt;
+use std::io;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::thread;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Everything needed to run one phase.
@@ -66,7 +68,7 @@ pub enum AgentEnd {
     TotalTimeout,
     /// The log did not grow for `stall_timeout`; the group was stopped.
     Stalled,
-    /// The `cancel` flag was set (Ctrl-C / SIGTERM); the group was stopped.
+    /// The `cancel` flag was set (Ctrl-C / SIGTERM / SIGHUP); the group was stopped.
     Cancelled,
 }
 
@@ -102,7 +104,7 @@ impl AgentEnd {
                 Some(d) => format!("no output for {} (stalled)", human_duration(d)),
                 None => "no output (stalled)".to_string(),
             },
-            AgentEnd::Cancelled => "interrupted (Ctrl-C or SIGTERM)".to_string(),
+            AgentEnd::Cancelled => "interrupted (Ctrl-C, SIGTERM or SIGHUP)".to_string(),
         }
     }
 }
@@ -139,14 +141,12 @@ pub struct AgentOutcome {
     pub pid: u32,
     pub duration: Duration,
     pub last_line: Option<String>,
+    /// Processes of the agent's group still alive after the final SIGKILL (for a warning).
+    pub leftovers: Vec<Leftover>,
 }
 
 /// Longest `last_line` kept, in characters.
 const LAST_LINE_MAX_CHARS: usize = 200;
-/// Longest slowest poll interval; polling starts at 1 ms and doubles up to this, so a fast agent
-/// is noticed within a millisecond or two and a slow one costs ~100 cheap wake-ups a second
-/// (10 ms keeps the gap between two phases of a wave small; see bench/waves_32.sh).
-const MAX_POLL: Duration = Duration::from_millis(10);
 /// Bytes of an unfinished line kept between reads (longer lines keep their tail).
 const PARTIAL_MAX: usize = 8 * 1024;
 
@@ -154,62 +154,70 @@ const PARTIAL_MAX: usize = 8 * 1024;
 ///
 /// Every way out stops the whole process group and reaps the child: a normal exit of the leader
 /// is followed by TERM/KILL of any group member still alive (grandchildren must not outlive a
-/// phase), and even an error or a panic in `on_line` kills the group (see `GroupGuard`).
+/// phase), and even an error or a panic in `on_line` kills the group (the supervisor's `Drop`).
 ///
 /// `CONTRACT_MET` handling: once a contract line is seen, the agent gets `contract_grace` to
 /// exit. If it exits, the end is `Exited` with its own status. If not, the group is stopped and
 /// the end is still `Exited`, with the status the stop produced (e.g. signal 15); `contract_met`
 /// is true in both cases, and the caller decides on success from `contract_met` plus the artifact.
 ///
-/// Checks each poll, in this order: leader exited (wins over everything), `cancel`, `deadline`,
-/// `phase_timeout`, `stall_timeout`, then the contract grace. A cap already expired (or `cancel`
-/// already set) on entry still spawns the agent and stops it at the first poll, so the outcome
-/// always names a real pid; callers that care should check before calling.
+/// Checks on every wake-up, in this order: leader exited (wins over everything), `cancel`,
+/// `deadline`, `phase_timeout`, `stall_timeout`, then the contract grace. The runner sleeps in
+/// `poll` until the agent exits, writes to its log, the nearest of those deadlines passes, or a
+/// stop signal arrives. A cap already expired (or `cancel` already set) on entry still spawns
+/// the agent and stops it at once, so the outcome always names a real pid; callers that care
+/// should check before calling.
 pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
+    // Appended to: the log may hold an earlier attempt, whose output does not count.
     let log = open_log(spec.log_path)?;
-    let start_len = log.metadata()?.len();
-    // Only output of this run counts (the log may hold an earlier attempt).
-    let mut reader = File::open(spec.log_path)?;
-    reader.seek(SeekFrom::Start(start_len))?;
 
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(spec.command)
         .current_dir(spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::piped())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .process_group(0);
+        .envs(spec.env.iter().map(|(k, v)| (k, v)));
     let started = Instant::now();
-    let mut child = cmd.spawn()?;
-    let pid = child.id();
-    let stdin = child.stdin.take();
-    let mut guard = GroupGuard::new(child, spec.kill_grace);
+    let mut group = Group::spawn(
+        cmd,
+        Options {
+            stdin: Some(spec.prompt.as_bytes()),
+            output: Output::Log(log),
+            cancel: spec.cancel,
+            kill_grace: spec.kill_grace,
+        },
+    )?;
+    let pid = group.pid();
     if let Some(pid_file) = spec.pid_file {
-        let start = process_start_time(pid as libc::pid_t).unwrap_or_default();
+        let start = process::group::start_time(pid).unwrap_or_default();
         crate::fsx::write_atomic(pid_file, format!("{pid} {start}\n").as_bytes())?;
     }
 
-    if let Some(stdin) = stdin {
-        feed_stdin(stdin, spec.prompt)?;
-    }
-
-    let mut scan = LogScan::new(reader);
+    let mut scan = LogScan::new();
     let mut last_growth = started;
     let mut contract_seen_at: Option<Instant> = None;
-    let mut poll = Duration::from_millis(1);
     let mut stopped_after_contract = false;
+    let phase_end = started.checked_add(spec.phase_timeout);
     let end = loop {
-        let exited = guard.child.try_wait()?;
-        if scan.poll(spec.on_line)? {
+        let next = [
+            spec.deadline,
+            phase_end,
+            spec.stall_timeout.and_then(|s| last_growth.checked_add(s)),
+            contract_seen_at.and_then(|t| t.checked_add(spec.contract_grace)),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        let event = group.wait(next)?;
+        if scan.absorb(&group.take_fresh(), spec.on_line) {
             last_growth = Instant::now();
         }
         if scan.contract_met && contract_seen_at.is_none() {
             contract_seen_at = Some(Instant::now());
         }
-        if let Some(status) = exited {
-            guard.finish(Some(status))?;
+        if let Event::Exited(status) = event {
+            group.finish()?;
+            // Output still in the pipe when the leader exited.
+            scan.absorb(&group.take_fresh(), spec.on_line);
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
         let now = Instant::now();
@@ -217,7 +225,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
             Some(AgentEnd::Cancelled)
         } else if spec.deadline.is_some_and(|d| now >= d) {
             Some(AgentEnd::TotalTimeout)
-        } else if now.duration_since(started) >= spec.phase_timeout {
+        } else if phase_end.is_some_and(|d| now >= d) {
             Some(AgentEnd::PhaseTimeout)
         } else if spec
             .stall_timeout
@@ -228,19 +236,17 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
             None
         };
         if let Some(end) = stop {
-            guard.finish(None)?;
+            group.stop()?;
             break end;
         }
         if contract_seen_at.is_some_and(|t| now.duration_since(t) >= spec.contract_grace) {
-            let status = guard.finish(None)?;
+            let status = group.stop()?;
             stopped_after_contract = true;
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
-        thread::sleep(poll);
-        poll = (poll * 2).min(MAX_POLL);
     };
     // Output written while the group was being stopped still counts.
-    scan.poll(spec.on_line)?;
+    scan.absorb(&group.take_fresh(), spec.on_line);
     if let Some(pid_file) = spec.pid_file {
         let _ = std::fs::remove_file(pid_file);
     }
@@ -251,6 +257,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         pid,
         duration: started.elapsed(),
         last_line: scan.last_line,
+        leftovers: group.leftovers().to_vec(),
     })
 }
 
@@ -265,17 +272,20 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
         Err(e) => return Err(e),
     };
     let mut parts = text.split_whitespace();
-    let pid: Option<libc::pid_t> = parts.next().and_then(|p| p.parse().ok());
+    let pid = parts
+        .next()
+        .and_then(|p| p.parse::<i32>().ok())
+        .and_then(rustix::process::Pid::from_raw);
     let start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
     let stopped = match (pid, start) {
-        (Some(pid), Some(start)) if pid > 1 && group_alive(pid) && our_group(pid, start) => {
-            signal_group(pid, libc::SIGTERM);
-            let t0 = Instant::now();
-            while group_alive(pid) && t0.elapsed() < grace {
-                thread::sleep(Duration::from_millis(10));
-            }
-            signal_group(pid, libc::SIGKILL);
-            Some(pid as u32)
+        (Some(pid), Some(start))
+            if pid.as_raw_pid() > 1
+                && process::group::group_alive(pid)
+                && our_group(pid, start) =>
+        {
+            let raw = pid.as_raw_pid() as u32;
+            process::group::stop_foreign_group(raw, grace);
+            Some(raw)
         }
         _ => None,
     };
@@ -283,47 +293,17 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
     Ok(stopped)
 }
 
-/// Fields of `/proc/<pid>/stat` after the command name (which may hold spaces): index 2 is
-/// the process group, index 19 the start time in clock ticks since boot.
-fn stat_fields(pid: &str) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(
-        stat.rsplit_once(')')?
-            .1
-            .split_whitespace()
-            .map(str::to_string)
-            .collect(),
-    )
-}
-
-fn process_start_time(pid: libc::pid_t) -> Option<u64> {
-    stat_fields(&pid.to_string())?.get(19)?.parse().ok()
-}
-
 /// Whether process group `pgid` is still the agent that was recorded: its leader with the
 /// recorded start time, or (the leader gone, e.g. a wrapper script that was killed) a member
 /// that started no earlier than the leader did. A recycled pid fails both tests.
-fn our_group(pgid: libc::pid_t, start: u64) -> bool {
-    if process_start_time(pgid) == Some(start) {
+fn our_group(pgid: rustix::process::Pid, start: u64) -> bool {
+    if process::group::start_time(pgid.as_raw_pid() as u32) == Some(start) {
         return true;
     }
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    procs.flatten().any(|e| {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
-            return false;
-        };
-        stat_fields(pid).is_some_and(|f| {
-            f.get(2).and_then(|g| g.parse::<libc::pid_t>().ok()) == Some(pgid)
-                && f.get(19)
-                    .and_then(|t| t.parse::<u64>().ok())
-                    .is_some_and(|t| t >= start)
-        })
+    process::group::members(pgid).iter().any(|(_, f)| {
+        f.get(19)
+            .and_then(|t| t.parse::<u64>().ok())
+            .is_some_and(|t| t >= start)
     })
 }
 
@@ -340,168 +320,18 @@ pub fn is_contract_line(line: &str) -> bool {
         .eq("CONTRACT_MET")
 }
 
-/// Install the process-wide Ctrl-C handling and return the cancel flag to pass to
-/// [`AgentSpec::cancel`].
+/// Install the process-wide signal policy ([`crate::process::signals`]) and return the cancel
+/// flag to pass to [`AgentSpec::cancel`].
 ///
-/// The first SIGINT or SIGTERM only sets the flag: every running [`run_agent`] sees it on its
-/// next poll, stops its agent's group (TERM, grace, KILL) and returns [`AgentEnd::Cancelled`];
-/// the caller then exits with [`crate::exit::INTERRUPTED`]. A second SIGINT or SIGTERM means
-/// "stop now": the handler SIGKILLs every agent group still registered by a running
-/// [`run_agent`] and exits the process with code 130 at once, without unwinding.
+/// The first SIGINT, SIGTERM or SIGHUP only sets the flag (and wakes every running
+/// [`run_agent`], which stops its agent's group: TERM, grace, KILL, and returns
+/// [`AgentEnd::Cancelled`]); the caller then exits with [`crate::exit::INTERRUPTED`]. A second
+/// one means "stop now": every running agent group is SIGKILLed and the process exits with 130
+/// at once, without unwinding.
 ///
-/// Call it once, early in `main`; calling it again registers a second, independent flag.
+/// Idempotent: every call returns the same flag.
 pub fn install_signal_handlers() -> io::Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [SIGINT, SIGTERM] {
-        // Actions run in registration order, so the two "already set?" actions see the flag as
-        // the previous signal left it, and the first signal only sets it.
-        let f = Arc::clone(&flag);
-        // SAFETY: the action only loads atomics and calls kill(2), both async-signal-safe.
-        unsafe {
-            signal_hook::low_level::register(sig, move || {
-                if f.load(Ordering::SeqCst) {
-                    kill_registered_groups();
-                }
-            })?;
-        }
-        signal_hook::flag::register_conditional_shutdown(
-            sig,
-            i32::from(crate::exit::INTERRUPTED),
-            Arc::clone(&flag),
-        )?;
-        signal_hook::flag::register(sig, Arc::clone(&flag))?;
-    }
-    Ok(flag)
-}
-
-/// Process groups of running agents, for the forced-exit path of the signal handler (which
-/// cannot lock or allocate). Zero means a free slot; more agents than slots still run, they are
-/// just not force-killed on a second Ctrl-C.
-static ACTIVE_GROUPS: [AtomicI32; 64] = [const { AtomicI32::new(0) }; 64];
-
-fn kill_registered_groups() {
-    for slot in &ACTIVE_GROUPS {
-        let pgid = slot.load(Ordering::SeqCst);
-        if pgid > 0 {
-            // SAFETY: kill(2) is async-signal-safe; a negative pid addresses the group.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
-    }
-}
-
-fn register_group(pgid: i32) -> Option<usize> {
-    ACTIVE_GROUPS.iter().position(|slot| {
-        slot.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
-    })
-}
-
-/// Owns the child for the whole run. `finish` stops the group and reaps the leader; if the run
-/// ends any other way (an error, a panic in `on_line`), `Drop` SIGKILLs the group and reaps, so
-/// no agent outlives its runner and no zombie is left.
-struct GroupGuard {
-    child: Child,
-    pgid: libc::pid_t,
-    kill_grace: Duration,
-    slot: Option<usize>,
-    done: bool,
-}
-
-impl GroupGuard {
-    fn new(child: Child, kill_grace: Duration) -> Self {
-        // pid_t is i32; process ids never exceed that range on Linux.
-        let pgid = child.id() as libc::pid_t;
-        GroupGuard {
-            slot: register_group(pgid),
-            child,
-            pgid,
-            kill_grace,
-            done: false,
-        }
-    }
-
-    /// Stop what is left of the group and reap the leader. `status` is the leader's status when
-    /// it has already exited (and been reaped); then only stragglers are stopped.
-    fn finish(&mut self, status: Option<ExitStatus>) -> io::Result<ExitStatus> {
-        let result = if status.is_some() && !group_alive(self.pgid) {
-            Ok(status)
-        } else {
-            stop_group(&mut self.child, self.pgid, self.kill_grace, status)
-        };
-        // On an error `done` stays false, so `Drop` still kills the group and reaps.
-        let status = match result? {
-            Some(s) => s,
-            None => self.child.wait()?,
-        };
-        self.done = true;
-        self.release_slot();
-        Ok(status)
-    }
-
-    fn release_slot(&mut self) {
-        if let Some(i) = self.slot.take() {
-            ACTIVE_GROUPS[i].store(0, Ordering::SeqCst);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if !self.done {
-            signal_group(self.pgid, libc::SIGKILL);
-            let _ = self.child.wait();
-        }
-        self.release_slot();
-    }
-}
-
-/// TERM the group, poll up to `grace` for the leader to exit and the group to empty, then KILL
-/// whatever is left. Returns the leader's status if it has been reaped (else the caller waits).
-fn stop_group(
-    child: &mut Child,
-    pgid: libc::pid_t,
-    grace: Duration,
-    mut status: Option<ExitStatus>,
-) -> io::Result<Option<ExitStatus>> {
-    signal_group(pgid, libc::SIGTERM);
-    let t0 = Instant::now();
-    let mut poll = Duration::from_millis(1);
-    loop {
-        if status.is_none() {
-            status = child.try_wait()?;
-        }
-        // Only check the group once the leader is reaped: an unreaped leader is a zombie that
-        // still counts as a member.
-        if status.is_some() && !group_alive(pgid) {
-            return Ok(status);
-        }
-        let elapsed = t0.elapsed();
-        if elapsed >= grace {
-            break;
-        }
-        thread::sleep(poll.min(grace - elapsed));
-        poll = (poll * 2).min(MAX_POLL);
-    }
-    signal_group(pgid, libc::SIGKILL);
-    Ok(status)
-}
-
-fn signal_group(pgid: libc::pid_t, sig: libc::c_int) {
-    // ESRCH (group already gone) is the expected, harmless failure.
-    // SAFETY: plain syscall with no memory arguments.
-    unsafe {
-        libc::killpg(pgid, sig);
-    }
-}
-
-/// Whether any process is left in the group. EPERM means a member exists that we may not signal.
-fn group_alive(pgid: libc::pid_t) -> bool {
-    // SAFETY: plain syscall; signal 0 only checks for existence.
-    let rc = unsafe { libc::killpg(pgid, 0) };
-    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    process::signals::install()
 }
 
 fn open_log(path: &Path) -> io::Result<File> {
@@ -511,28 +341,9 @@ fn open_log(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
-/// Write the prompt and close stdin on a detached thread: a child that never reads would
-/// otherwise block us once the pipe buffer (64 KiB) is full. EPIPE and other write errors are
-/// ignored (the child may exit without reading; Rust ignores SIGPIPE, so it is an error, not a
-/// signal). If an escaped grandchild keeps the pipe open without reading, only this thread waits.
-fn feed_stdin(mut stdin: ChildStdin, prompt: &str) -> io::Result<()> {
-    if prompt.is_empty() {
-        return Ok(());
-    }
-    let bytes = prompt.as_bytes().to_vec();
-    thread::Builder::new()
-        .name("agent-stdin".into())
-        .spawn(move || {
-            let _ = stdin.write_all(&bytes);
-        })?;
-    Ok(())
-}
-
-/// Reads the log as it grows: detects contract lines across read boundaries and keeps the last
-/// non-empty line for display.
+/// Reads the output as it comes: detects contract lines across read boundaries and keeps the
+/// last non-empty line for display.
 struct LogScan {
-    file: File,
-    buf: Vec<u8>,
     /// The unfinished last line (at most `PARTIAL_MAX` bytes, its tail).
     partial: Vec<u8>,
     /// The last complete line with something visible on it.
@@ -542,10 +353,8 @@ struct LogScan {
 }
 
 impl LogScan {
-    fn new(file: File) -> Self {
+    fn new() -> Self {
         LogScan {
-            file,
-            buf: vec![0; 64 * 1024],
             partial: Vec::new(),
             last_complete: Vec::new(),
             contract_met: false,
@@ -553,32 +362,20 @@ impl LogScan {
         }
     }
 
-    /// Read what was appended since the last call. Returns whether the log grew.
-    fn poll(&mut self, on_line: Option<&(dyn Fn(&str) + Sync)>) -> io::Result<bool> {
-        let mut grew = false;
-        // Bounded per call so a very chatty agent cannot starve the timeout checks.
-        for _ in 0..64 {
-            let n = match self.file.read(&mut self.buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            grew = true;
-            let chunk = std::mem::take(&mut self.buf);
-            self.feed(&chunk[..n]);
-            self.buf = chunk;
+    /// Take in what the agent printed since the last call. Returns whether there was any.
+    fn absorb(&mut self, bytes: &[u8], on_line: Option<&(dyn Fn(&str) + Sync)>) -> bool {
+        if bytes.is_empty() {
+            return false;
         }
-        if grew {
-            let latest = display_line(&self.partial).or_else(|| display_line(&self.last_complete));
-            if latest.is_some() && latest != self.last_line {
-                self.last_line = latest;
-                if let (Some(cb), Some(line)) = (on_line, self.last_line.as_deref()) {
-                    cb(line);
-                }
+        self.feed(bytes);
+        let latest = display_line(&self.partial).or_else(|| display_line(&self.last_complete));
+        if latest.is_some() && latest != self.last_line {
+            self.last_line = latest;
+            if let (Some(cb), Some(line)) = (on_line, self.last_line.as_deref()) {
+                cb(line);
             }
         }
-        Ok(grew)
+        true
     }
 
     fn feed(&mut self, chunk: &[u8]) {
@@ -722,8 +519,7 @@ mod tests {
 
     #[test]
     fn scan_handles_split_lines() {
-        let file = tempfile::tempfile().unwrap();
-        let mut scan = LogScan::new(file);
+        let mut scan = LogScan::new();
         scan.feed(b"working\nCONTR");
         assert!(!scan.contract_met);
         scan.feed(b"ACT_MET\n");

@@ -13,7 +13,7 @@ use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 /// Files a phase may read besides the artifacts, in the order the prompt lists them.
@@ -103,6 +103,23 @@ fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> super::Res
     Ok(pid_file)
 }
 
+/// Name the processes of a stopped group that even SIGKILL did not end (stuck in the kernel).
+fn warn_leftovers(run: &Run<'_>, task_rel: &str, outcome: &AgentOutcome) {
+    if outcome.leftovers.is_empty() {
+        return;
+    }
+    let names: Vec<String> = outcome.leftovers.iter().map(|l| l.to_string()).collect();
+    run.progress.event(
+        "warning",
+        json!({"task": task_rel, "message": "processes still alive after SIGKILL", "pids": outcome.leftovers.iter().map(|l| l.pid).collect::<Vec<_>>()}),
+        || format!(
+            "warning: {task_rel}: still alive after SIGKILL (agent pid {}): {}",
+            outcome.pid,
+            names.join(", ")
+        ),
+    );
+}
+
 /// Run the agent for one phase of a task.
 pub fn run_phase(
     run: &Run<'_>,
@@ -172,25 +189,25 @@ pub fn run_phase(
         on_line: Some(&live),
         pid_file: Some(&pid_file),
     };
-    let finished = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
+        // The once-a-second redraw waits on a channel: dropping the sender when the agent is
+        // done ends it at once, not at its next tick.
+        let (done, finished) = mpsc::channel::<()>();
         if run.progress.is_live() {
-            scope.spawn(|| {
-                let mut ticks = 0u32;
-                while !finished.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(100));
-                    ticks += 1;
-                    if ticks.is_multiple_of(10) {
-                        show();
-                    }
+            scope.spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) =
+                    finished.recv_timeout(Duration::from_secs(1))
+                {
+                    show();
                 }
             });
         }
         let _slot = run.slots.acquire(run.cancel);
         let outcome = run_agent(&spec);
-        finished.store(true, Ordering::SeqCst);
+        drop(done);
         outcome
     })?;
+    warn_leftovers(run, task_rel, &outcome);
     let report = parse_log(run.adapter, &log);
     journal::append(
         task_dir,
@@ -274,6 +291,7 @@ pub fn run_verify(
         let _slot = run.slots.acquire(run.cancel);
         run_agent(&spec)?
     };
+    warn_leftovers(run, task_rel, &outcome);
     let rel_log = format!("{task_rel}/logs/{stem}-{attempt}.log");
     let failed = match &outcome.end {
         AgentEnd::Exited(s) if s.success() => None,

@@ -1,0 +1,540 @@
+//! A child in its own process group, watched through the kernel: a pidfd says it exited, its
+//! output pipe says it printed, the signal policy's wake pipe says automaton was asked to stop;
+//! `poll(2)` waits on all of them with the nearest deadline as its timeout.
+//!
+//! Output reaches the log through a pipe the supervisor reads and copies into the file (a tee),
+//! not by handing the child the file: so each write wakes the runner at once. (An inotify watch
+//! on the file would too, but closing an inotify instance costs the closing thread 15–20 ms in
+//! the kernel, per phase.) A process that escapes the group and keeps the pipe open cannot block
+//! us: the pipe is read without blocking and dropped once the group is gone. An agent that
+//! outlives a SIGKILLed automaton gets EPIPE (or SIGPIPE) when it next writes.
+
+use super::signals;
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Longest wait without a wake-up source: only when the kernel cannot tell us (a cancel flag
+/// that is not the signal policy's).
+const BACKSTOP: Duration = Duration::from_millis(50);
+/// After SIGKILL, how long members get to disappear before they are reported as leftovers.
+const AFTER_KILL: Duration = Duration::from_secs(1);
+
+/// Where the child's stdout and stderr go.
+pub enum Output {
+    /// Both through one pipe, copied into this file (opened for appending); the bytes are also
+    /// handed to the caller ([`Group::take_fresh`]).
+    Log(File),
+    /// Each through a pipe the supervisor reads, keeping at most `max` bytes of each.
+    Capture { max: usize },
+}
+
+/// How to run the child.
+pub struct Options<'a> {
+    /// Written to stdin by a helper thread, then stdin is closed; `None`: stdin is /dev/null.
+    pub stdin: Option<&'a [u8]>,
+    pub output: Output,
+    /// The stop request: [`Group::wait`] returns [`Event::Cancelled`] once it is set.
+    pub cancel: &'a AtomicBool,
+    /// Between SIGTERM and SIGKILL when the group is stopped.
+    pub kill_grace: Duration,
+}
+
+/// What [`Group::wait`] saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The leader exited (and was reaped); its group may still hold members: call
+    /// [`Group::finish`].
+    Exited(ExitStatus),
+    /// The cancel flag is set.
+    Cancelled,
+    /// Output, the deadline, or a spurious wake-up: look at the output and the clock again.
+    Woke,
+}
+
+/// A process of the group still alive after SIGKILL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftover {
+    pub pid: u32,
+    pub name: String,
+}
+
+impl std::fmt::Display for Leftover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.pid, self.name)
+    }
+}
+
+/// Reads per wake-up, so a very chatty child cannot starve the deadline checks.
+const READS_PER_WAKE: usize = 64;
+
+/// One output pipe: what was read is kept (up to `max` bytes) or teed into `log`.
+struct Capture {
+    fd: Option<OwnedFd>,
+    kept: Vec<u8>,
+    max: usize,
+    log: Option<File>,
+}
+
+impl Capture {
+    /// Read what is there without blocking; closes the pipe at end of file.
+    fn drain(&mut self) -> io::Result<()> {
+        let Some(fd) = &self.fd else { return Ok(()) };
+        let mut buf = [0u8; 64 * 1024];
+        for _ in 0..READS_PER_WAKE {
+            match rustix::io::read(fd, &mut buf) {
+                Ok(0) => {
+                    self.fd = None;
+                    return Ok(());
+                }
+                Ok(n) => match &mut self.log {
+                    Some(log) => {
+                        log.write_all(&buf[..n])?;
+                        self.kept.extend_from_slice(&buf[..n]);
+                    }
+                    None => {
+                        let room = self.max.saturating_sub(self.kept.len());
+                        self.kept.extend_from_slice(&buf[..n.min(room)]);
+                    }
+                },
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A running child that leads its own process group. Dropping it without [`Group::finish`] or
+/// [`Group::stop`] (an error, a panic) SIGKILLs the group and reaps the leader.
+pub struct Group<'a> {
+    child: Child,
+    pgid: Pid,
+    /// Readable once the leader exited: its pidfd, or a pipe a waiter thread writes to.
+    exit_fd: OwnedFd,
+    /// stdout and stderr (`Output::Capture`), or the one pipe teed into the log (`Output::Log`).
+    captures: Vec<Capture>,
+    cancel: &'a AtomicBool,
+    /// The cancel flag comes with a wake-up on the policy's pipe.
+    cancel_wakes: bool,
+    kill_grace: Duration,
+    status: Option<ExitStatus>,
+    slot: Option<usize>,
+    leftovers: Vec<Leftover>,
+    done: bool,
+}
+
+impl<'a> Group<'a> {
+    /// Spawn `cmd` (its stdio is set here) as the leader of a new process group.
+    pub fn spawn(mut cmd: Command, opts: Options<'a>) -> io::Result<Group<'a>> {
+        let mut log = None;
+        let mut log_pipe = None;
+        let capture_max = match opts.output {
+            Output::Log(file) => {
+                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+                cmd.stdout(write.try_clone()?).stderr(write);
+                log = Some(file);
+                log_pipe = Some(read);
+                None
+            }
+            Output::Capture { max } => {
+                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+                Some(max)
+            }
+        };
+        cmd.stdin(if opts.stdin.is_some_and(|s| !s.is_empty()) {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        cmd.process_group(0);
+        let spawned = cmd.spawn();
+        // Our copies of the pipe's write end go with the command: only the child holds it.
+        drop(cmd);
+        let mut child = spawned?;
+        let pgid = Pid::from_child(&child);
+        let slot = signals::register_group(pgid.as_raw_pid());
+        let fds = match capture_max {
+            Some(_) => vec![
+                child.stdout.take().map(OwnedFd::from),
+                child.stderr.take().map(OwnedFd::from),
+            ],
+            None => vec![log_pipe],
+        };
+        let captures = fds
+            .into_iter()
+            .map(|fd| -> io::Result<Capture> {
+                if let Some(fd) = &fd {
+                    rustix::io::ioctl_fionbio(fd, true)?;
+                }
+                Ok(Capture {
+                    fd,
+                    kept: Vec::new(),
+                    max: capture_max.unwrap_or(usize::MAX),
+                    log: None,
+                })
+            })
+            .collect::<io::Result<Vec<_>>>()
+            .map(|mut c| {
+                if let Some(first) = c.first_mut() {
+                    first.log = log;
+                }
+                c
+            });
+        let stdin = child.stdin.take();
+        let exit_fd = match exit_notifier(pgid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+                let _ = child.wait();
+                if let Some(i) = slot {
+                    signals::unregister_group(i);
+                }
+                return Err(e);
+            }
+        };
+        // From here on, Drop kills and reaps on any error.
+        let mut group = Group {
+            child,
+            pgid,
+            exit_fd,
+            captures: Vec::new(),
+            cancel: opts.cancel,
+            cancel_wakes: signals::is_policy_flag(opts.cancel),
+            kill_grace: opts.kill_grace,
+            status: None,
+            slot,
+            leftovers: Vec::new(),
+            done: false,
+        };
+        group.captures = captures?;
+        if let (Some(stdin), Some(bytes)) = (stdin, opts.stdin) {
+            feed_stdin(stdin, bytes)?;
+        }
+        Ok(group)
+    }
+
+    /// The leader's pid (also the group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Wait for the next event, at most until `deadline` (`None`: no deadline), and return on
+    /// the first sign of life: the leader exited, the cancel flag is set (the leader's exit wins
+    /// when both are seen together), or something else woke us (output, the deadline) and the
+    /// caller should look at the output and the clock again.
+    pub fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
+        if let Some(status) = self.status {
+            return Ok(Event::Exited(status));
+        }
+        let mut timeout = if self.cancel.load(Ordering::SeqCst) {
+            Some(Duration::ZERO)
+        } else {
+            deadline.map(|d| d.saturating_duration_since(Instant::now()))
+        };
+        if !self.cancel_wakes {
+            timeout = Some(timeout.map_or(BACKSTOP, |t| t.min(BACKSTOP)));
+        }
+        let wake = if self.cancel_wakes {
+            signals::wake_fd()
+        } else {
+            None
+        };
+        let exited = {
+            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);
+            fds.push(PollFd::new(&self.exit_fd, PollFlags::IN));
+            for fd in self
+                .captures
+                .iter()
+                .filter_map(|c| c.fd.as_ref().map(|f| f.as_fd()))
+                .chain(wake)
+            {
+                fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
+            }
+            let ts = timeout.map(timespec);
+            match poll(&mut fds, ts.as_ref()) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(e.into()),
+            }
+            !fds[0].revents().is_empty()
+        };
+        if exited && let Some(status) = self.child.try_wait()? {
+            self.status = Some(status);
+            return Ok(Event::Exited(status));
+        }
+        if self.cancel.load(Ordering::SeqCst) {
+            return Ok(Event::Cancelled);
+        }
+        for c in &mut self.captures {
+            c.drain()?;
+        }
+        Ok(Event::Woke)
+    }
+
+    /// After [`Event::Exited`]: stop what is left of the group (TERM, grace, KILL) and return
+    /// the leader's status. Also right when the leader has not exited: then it is [`Group::stop`].
+    pub fn finish(&mut self) -> io::Result<ExitStatus> {
+        self.stop()
+    }
+
+    /// Stop the whole group: TERM, up to the grace for the leader and every member to exit,
+    /// then KILL whatever is left; reap the leader and return its status. Members still alive
+    /// after the KILL are kept in [`Group::leftovers`].
+    pub fn stop(&mut self) -> io::Result<ExitStatus> {
+        let pgid = self.pgid;
+        // Fast path: the leader is reaped and nobody else is left.
+        if self.status.is_some() && !group_alive(pgid) {
+            return self.done();
+        }
+        let _ = rustix::process::kill_process_group(pgid, Signal::TERM);
+        let deadline = Instant::now() + self.kill_grace;
+        if self.status.is_none() {
+            wait_readable(self.exit_fd.as_fd(), deadline);
+            self.status = self.child.try_wait()?;
+        }
+        let gone = self.status.is_some() && wait_group_gone(pgid, deadline);
+        if !gone {
+            let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
+            if self.status.is_none() {
+                self.status = Some(self.child.wait()?);
+            }
+            if !wait_group_gone(pgid, Instant::now() + AFTER_KILL) {
+                self.leftovers = live_members(pgid)
+                    .into_iter()
+                    .map(|pid| Leftover {
+                        pid: pid as u32,
+                        name: process_name(pid).unwrap_or_default(),
+                    })
+                    .collect();
+            }
+        }
+        self.done()
+    }
+
+    fn done(&mut self) -> io::Result<ExitStatus> {
+        for c in &mut self.captures {
+            c.drain()?;
+        }
+        self.done = true;
+        if let Some(i) = self.slot.take() {
+            signals::unregister_group(i);
+        }
+        match self.status {
+            Some(s) => Ok(s),
+            None => self.child.wait(),
+        }
+    }
+
+    /// Processes of the group still alive after the SIGKILL of [`Group::stop`].
+    pub fn leftovers(&self) -> &[Leftover] {
+        &self.leftovers
+    }
+
+    /// `Output::Log`: the bytes teed into the log since the last call.
+    pub fn take_fresh(&mut self) -> Vec<u8> {
+        self.captures
+            .first_mut()
+            .map(|c| std::mem::take(&mut c.kept))
+            .unwrap_or_default()
+    }
+
+    /// What `Output::Capture` kept of stdout and stderr.
+    pub fn take_output(&mut self) -> (Vec<u8>, Vec<u8>) {
+        let mut it = self
+            .captures
+            .iter_mut()
+            .map(|c| std::mem::take(&mut c.kept));
+        (it.next().unwrap_or_default(), it.next().unwrap_or_default())
+    }
+}
+
+impl Drop for Group<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
+            let _ = self.child.wait();
+        }
+        if let Some(i) = self.slot.take() {
+            signals::unregister_group(i);
+        }
+    }
+}
+
+/// A descriptor that becomes readable when `pid` (our child) exits: its pidfd, or, where the
+/// kernel has none (before 5.3, or a seccomp filter), a pipe written by a thread blocked in
+/// `waitid(WNOWAIT)` (which leaves the child to be reaped by its `Child`).
+fn exit_notifier(pid: Pid) -> io::Result<OwnedFd> {
+    if let Ok(fd) = rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
+        return Ok(fd);
+    }
+    let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    std::thread::Builder::new()
+        .name("child-exit".into())
+        .spawn(move || {
+            let _ = rustix::process::waitid(
+                WaitId::Pid(pid),
+                WaitIdOptions::EXITED | WaitIdOptions::NOWAIT,
+            );
+            let _ = rustix::io::write(&write, &[1]);
+        })?;
+    Ok(read)
+}
+
+/// Block until `fd` is readable or `deadline` passes; whether it is readable.
+fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant) -> bool {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let ts = timespec(left);
+        let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&ts)) {
+            Ok(n) if n > 0 => return true,
+            Ok(_) => return false,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Write `bytes` to the child's stdin and close it, on a detached thread: a child that never
+/// reads would otherwise block us once the pipe buffer is full. Write errors (EPIPE: the child
+/// exited without reading) are ignored. An escaped process that keeps the pipe open without
+/// reading only holds this thread.
+fn feed_stdin(mut stdin: ChildStdin, bytes: &[u8]) -> io::Result<()> {
+    let bytes = bytes.to_vec();
+    std::thread::Builder::new()
+        .name("child-stdin".into())
+        .spawn(move || {
+            let _ = stdin.write_all(&bytes);
+        })?;
+    Ok(())
+}
+
+/// Send `sig` to process group `pgid` (ESRCH, the group being gone, is not an error here).
+pub fn signal_group(pgid: u32, sig: Signal) {
+    if let Some(pgid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pgid, sig);
+    }
+}
+
+/// Whether any process is left in the group (zombies included). EPERM means a member exists
+/// that we may not signal.
+pub fn group_alive(pgid: Pid) -> bool {
+    match rustix::process::test_kill_process_group(pgid) {
+        Ok(()) => true,
+        Err(e) => e == rustix::io::Errno::PERM,
+    }
+}
+
+/// Wait until every live (non-zombie) member of the group has exited, or `deadline` passes;
+/// whether the group is gone. Each member is watched through its pidfd, so the wait ends when
+/// the kernel says so; members forked meanwhile are caught by the next round.
+pub fn wait_group_gone(pgid: Pid, deadline: Instant) -> bool {
+    loop {
+        if !group_alive(pgid) {
+            return true;
+        }
+        let members = live_members(pgid);
+        if members.is_empty() {
+            // Zombies (or nothing we can see) are left.
+            return true;
+        }
+        let fds: Vec<OwnedFd> = members
+            .iter()
+            .filter_map(|&p| Pid::from_raw(p))
+            .filter_map(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok())
+            .collect();
+        if fds.len() < members.len() {
+            // Without pidfds (or a member vanished while we looked): look again shortly.
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return live_members(pgid).is_empty();
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+            continue;
+        }
+        for fd in &fds {
+            if !wait_readable(fd.as_fd(), deadline) {
+                return live_members(pgid).is_empty();
+            }
+        }
+    }
+}
+
+/// Send TERM to a group we did not start (an agent a killed automaton left behind), wait up to
+/// `grace` for it to go, then KILL what is left.
+pub fn stop_foreign_group(pgid: u32, grace: Duration) {
+    let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    let _ = rustix::process::kill_process_group(pid, Signal::TERM);
+    if !wait_group_gone(pid, Instant::now() + grace) {
+        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
+    }
+}
+
+/// Fields of `/proc/<pid>/stat` after the command name (which may hold spaces): index 0 is the
+/// state, 2 the process group, 19 the start time in clock ticks since boot.
+pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// The start time of a process, in clock ticks since boot.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat_fields(&pid.to_string())?.get(19)?.parse().ok()
+}
+
+fn process_name(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.split_once('(')?;
+    Some(rest.rsplit_once(')')?.0.to_string())
+}
+
+/// Every process whose group is `pgid`, with its stat fields (see [`stat_fields`]).
+pub fn members(pgid: Pid) -> Vec<(i32, Vec<String>)> {
+    let want = pgid.as_raw_pid().to_string();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let pid = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))?;
+            let fields = stat_fields(pid)?;
+            (fields.get(2).map(String::as_str) == Some(want.as_str()))
+                .then(|| Some((pid.parse().ok()?, fields)))?
+        })
+        .collect()
+}
+
+/// Members of the group that are not zombies.
+fn live_members(pgid: Pid) -> Vec<i32> {
+    members(pgid)
+        .into_iter()
+        .filter(|(_, f)| !matches!(f.first().map(String::as_str), Some("Z" | "X")))
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+fn timespec(d: Duration) -> rustix::event::Timespec {
+    rustix::event::Timespec {
+        tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: d.subsec_nanos().into(),
+    }
+}
