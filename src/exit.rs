@@ -28,6 +28,12 @@ pub const VERIFY_FAILED: u8 = 17;
 pub const SUBTASKS_FAILED: u8 = 18;
 /// `orchestrate`: the task already needed a human before this run started.
 pub const NEEDS_HUMAN: u8 = 19;
+/// `orchestrate`: the task's next phase is gated (`Approve before`) and waits for
+/// `automaton approve` (or its approval lapsed because an approved artifact changed).
+pub const AWAITING_APPROVAL: u8 = 20;
+/// `orchestrate`: an artifact was edited after later phases ran on it; those are stale until
+/// `automaton rerun --from <phase>` sets the task back.
+pub const STALE: u8 = 21;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.

@@ -3,6 +3,7 @@
 
 mod config;
 mod detect_vram;
+mod gates;
 mod graph;
 mod orchestrate;
 mod status;
@@ -96,5 +97,8 @@ fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
         cli::Command::Config(args) => config::config_command(&ctx, args),
         cli::Command::DetectVram(args) => detect_vram::detect_command(&ctx, args),
         cli::Command::Graph(args) => graph::graph_command(&ctx, args),
+        cli::Command::Approve(args) => gates::approve_command(&ctx, args),
+        cli::Command::Reject(args) => gates::reject_command(&ctx, args),
+        cli::Command::Rerun(args) => gates::rerun_command(&ctx, args),
     }
 }

@@ -8,7 +8,7 @@ use crate::names;
 use crate::report::{self, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::progress::{self, Progress};
-use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver};
+use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, notify};
 use crate::settings::{Origin, Settings, value::parse_duration};
 use crate::state::{PhaseConfig, State};
 use crate::store::lock;
@@ -61,6 +61,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     let settings = settings_with_flags(ctx, args)?;
     report::print_warnings(&settings.warnings);
     let config = phase_config(&settings);
+    let gates = report::approval_gates(&settings)?;
     let prefix = ctx.command_prefix();
     if args.manual || !settings.bool("agent.autopilot") {
         return manual(ctx, &config, &prefix);
@@ -133,7 +134,9 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         },
     );
     let outcome = driver::drive(&run, &rel, true)?;
-    let tree = TaskTree::load_task(&ctx.project, &rel, &config);
+    let mut tree = TaskTree::load_task(&ctx.project, &rel, &config);
+    tree.apply_gates(&gates);
+    notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     let human_out = progress.mode() != progress::Mode::Json;
     match outcome {
         Outcome::Complete => {
@@ -176,6 +179,35 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
             Ok(kind.code())
         }
     }
+}
+
+/// Tell the notify command how the run ended (a no-op without one).
+fn notify_outcome(run: &Run<'_>, tree: &TaskTree, rel: &str, outcome: &Outcome, prefix: &str) {
+    let view = tree.find(rel).map(|i| task_view(tree, i, prefix));
+    let state = view.as_ref().map_or("?", |v| v.state);
+    let command = view.as_ref().and_then(|v| v.command.clone());
+    let (event, kind, reason, code) = match outcome {
+        Outcome::Complete => ("complete", None, None, exit::OK),
+        Outcome::Stopped { kind, reason } => (
+            notify::event_for(*kind),
+            Some(kind.word()),
+            Some(reason.as_str()),
+            kind.code(),
+        ),
+    };
+    notify::send(
+        run.settings,
+        run.progress,
+        &notify::Notice {
+            event,
+            task: rel,
+            state,
+            kind,
+            reason,
+            exit_code: code,
+            command: command.as_deref(),
+        },
+    );
 }
 
 /// The task to drive: a new one from a description, `--task`, or the most advanced one.

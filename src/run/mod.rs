@@ -4,6 +4,7 @@
 pub mod adapter;
 pub mod agent;
 pub mod driver;
+pub mod notify;
 pub mod phase;
 pub mod progress;
 pub mod record;

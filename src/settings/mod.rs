@@ -179,6 +179,26 @@ pub static KEYS: &[KeySpec] = &[
         "command automaton runs itself before it accepts a PASS verdict, e.g. cargo test"
     ),
     key!(
+        "agent.approve_before",
+        AgentMd,
+        "Agent",
+        "Approve before",
+        "",
+        Kind::Text,
+        None,
+        "phases that wait for `automaton approve` before they run, e.g. decomposition, design, implement"
+    ),
+    key!(
+        "agent.notify",
+        AgentMd,
+        "Agent",
+        "Notify command",
+        "",
+        Kind::Text,
+        None,
+        "command run when a task waits for approval, needs a human, completes or stops (JSON event on stdin)"
+    ),
+    key!(
         "phases.decomposition",
         ConfigMd,
         "Phases",
