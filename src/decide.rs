@@ -356,6 +356,19 @@ mod tests {
         assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 8 * 2);
     }
 
+    #[test]
+    fn a_gate_and_staleness_stop_the_task_without_a_stop_record() {
+        for (kind, code, word) in [
+            (StopKind::AwaitingApproval, 20, "awaiting_approval"),
+            (StopKind::Stale, 21, "stale"),
+        ] {
+            assert_eq!((kind.code(), kind.word()), (code, word));
+            assert!(kind.is_task_stop() && !kind.is_recorded(), "{kind:?}");
+        }
+        assert!(StopKind::AgentFailed.is_recorded());
+        assert!(!StopKind::Interrupted.is_recorded());
+    }
+
     fn facts(end: End, artifact: ArtifactCheck) -> PhaseFacts<'static> {
         PhaseFacts {
             phase: Phase::Design,

@@ -10,7 +10,7 @@ use crate::run::agent;
 use crate::run::progress::{self, Progress};
 use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, notify};
 use crate::settings::{Origin, Settings, value::parse_duration};
-use crate::state::{PhaseConfig, State};
+use crate::state::{Phase, PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
 use serde_json::json;
@@ -64,7 +64,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     let gates = report::approval_gates(&settings)?;
     let prefix = ctx.command_prefix();
     if args.manual || !settings.bool("agent.autopilot") {
-        return manual(ctx, &config, &prefix);
+        return manual(ctx, &config, &gates, &prefix);
     }
     let kind = settings
         .text("agent.kind")
@@ -121,7 +121,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
-        return Ok(nothing_to_do(ctx, &config, &prefix));
+        return Ok(nothing_to_do(ctx, &config, &gates, &prefix));
     };
     // The command line may carry a key (`--openai-api-key ...`): never print it.
     let shown = crate::settings::value::redact(&agent_command);
@@ -284,8 +284,9 @@ pub fn most_advanced(tree: &TaskTree) -> Option<String> {
     Some(tree.nodes[top_of(best)].rel.clone())
 }
 
-fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
-    let tree = TaskTree::load(&ctx.project, config);
+fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, gates: &[Phase], prefix: &str) -> u8 {
+    let mut tree = TaskTree::load(&ctx.project, config);
+    tree.apply_gates(gates);
     if tree.nodes.is_empty() {
         println!("No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`.");
         return exit::OK;
@@ -308,11 +309,12 @@ fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
 
 /// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
 /// tasks of failed verdicts (idempotently).
-fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
+fn manual(ctx: &Ctx, config: &PhaseConfig, gates: &[Phase], prefix: &str) -> anyhow::Result<u8> {
     // Creating tasks writes into the project: not while an autopilot drives it.
     let _lock = lock::acquire(&ctx.project)
         .map_err(|e| exit::Failure::new(e.exit_code(), e.to_string()))?;
-    let tree = TaskTree::load(&ctx.project, config);
+    let mut tree = TaskTree::load(&ctx.project, config);
+    tree.apply_gates(gates);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
     print!("{}", render_report(&tree, prefix, false, true));
