@@ -69,6 +69,14 @@ pub enum Command {
     /// Remove the worktrees and merged branches of finished tasks (isolation `worktree`);
     /// refuses dirty worktrees and unmerged branches, never deletes orphans
     Clean(CleanArgs),
+    /// Approve the gated phase a task waits at (`Approve before`), for its artifacts as they are
+    Approve(ApproveArgs),
+    /// Reject a task's newest artifact: it moves to logs/rejected/ and its phase runs again
+    /// with the reason
+    Reject(RejectArgs),
+    /// Set a task back to a phase: that phase's artifact and every later one move to
+    /// logs/superseded/<n>/, and `orchestrate` builds them again
+    Rerun(RerunArgs),
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +92,36 @@ pub struct CleanArgs {
     pub dry_run: bool,
     /// Only this task and its sub-tasks
     pub task: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// Task path (as `status` prints it)
+    pub task: String,
+    /// A note kept with the approval in .state.approvals
+    #[arg(long, value_name = "TEXT")]
+    pub note: Option<String>,
+    /// Also approve every sub-task of this task that waits for approval
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// Task path (as `status` prints it)
+    pub task: String,
+    /// Why: the phase that runs again gets it in its prompt
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+}
+
+#[derive(Debug, Args)]
+pub struct RerunArgs {
+    /// Task path (as `status` prints it)
+    pub task: String,
+    /// The first phase to run again (a phase word: research, design, test_design, implement, ...)
+    #[arg(long, value_name = "PHASE")]
+    pub from: String,
 }
 
 #[derive(Debug, Args)]

@@ -20,6 +20,10 @@ pub enum StopKind {
     VerifyFailed,
     SubtasksFailed,
     NeedsHuman,
+    /// The next phase is gated and not approved (or its approval lapsed).
+    AwaitingApproval,
+    /// Artifacts were built on inputs edited since.
+    Stale,
     Isolation,
     Interrupted,
 }
@@ -27,7 +31,7 @@ pub enum StopKind {
 impl StopKind {
     /// Every stop kind with its word (in `--json` events) and its documented exit code: the
     /// one table of both, in variant order.
-    pub const TABLE: [(StopKind, &'static str, u8); 12] = [
+    pub const TABLE: [(StopKind, &'static str, u8); 14] = [
         (
             StopKind::VerdictFailed,
             "verdict_failed",
@@ -51,6 +55,12 @@ impl StopKind {
         ),
         (StopKind::NeedsHuman, "needs_human", exit::NEEDS_HUMAN),
         (
+            StopKind::AwaitingApproval,
+            "awaiting_approval",
+            exit::AWAITING_APPROVAL,
+        ),
+        (StopKind::Stale, "stale", exit::STALE),
+        (
             StopKind::Isolation,
             "isolation_failed",
             exit::ISOLATION_FAILED,
@@ -66,10 +76,17 @@ impl StopKind {
         Self::TABLE[self as usize].1
     }
 
-    /// Whether the stop belongs to the task (recorded in `.stop`, so it needs a human) or
-    /// only to this run (Ctrl-C, the total-time cap: the next run resumes where it was).
+    /// Whether the stop belongs to the task (it needs a human) or only to this run (Ctrl-C,
+    /// the total-time cap: the next run resumes where it was).
     pub fn is_task_stop(self) -> bool {
         !matches!(self, StopKind::Interrupted | StopKind::TotalTimeCap)
+    }
+
+    /// Whether the stop is recorded in `.stop`. A gate and staleness are not: the files
+    /// themselves say so (`.state.approvals`, `.state.inputs`), and they clear when a person
+    /// approves or reruns, without a retry.
+    pub fn is_recorded(self) -> bool {
+        self.is_task_stop() && !matches!(self, StopKind::AwaitingApproval | StopKind::Stale)
     }
 
     /// The stop (and exit code) for a task the state machine put in human_intervention.
@@ -108,6 +125,11 @@ pub struct Facts {
     /// Phases this task ran in this invocation, and the cap on them.
     pub iterations: u64,
     pub max_iterations: u64,
+    /// The phase next is gated (`Approve before`) and no approval covers the task's current
+    /// artifacts.
+    pub awaiting_approval: bool,
+    /// An artifact was built on inputs that changed since (see `.state.inputs`).
+    pub stale: bool,
     /// Ctrl-C, SIGTERM or SIGHUP was received.
     pub cancelled: bool,
     /// The clock, and the run's total-time deadline.
@@ -128,6 +150,10 @@ pub enum Action {
     Human(StopKind),
     /// Drive the sub-tasks of the plan in waves.
     RunSubtasks,
+    /// Stale artifacts: stop the task and say what to rerun.
+    Stale,
+    /// This phase is gated and not approved: stop the task until a person approves.
+    AwaitApproval(Phase),
     /// The iteration cap is reached with this phase next: stop the task.
     IterationCap(Phase),
     /// Run this phase.
@@ -135,7 +161,8 @@ pub enum Action {
 }
 
 /// Decide the next action. The run's own stops come first (a cancelled or timed-out run acts
-/// on nothing), then the state machine's terminal states, then the caps.
+/// on nothing), then stale artifacts (nothing goes on from edited ground, not even a
+/// completion), then the state machine's terminal states, then a gate, then the caps.
 pub fn next_action(f: &Facts) -> Action {
     if f.cancelled {
         return Action::EndRun(StopKind::Interrupted);
@@ -143,11 +170,15 @@ pub fn next_action(f: &Facts) -> Action {
     if f.now >= f.deadline {
         return Action::EndRun(StopKind::TotalTimeCap);
     }
+    if f.stale {
+        return Action::Stale;
+    }
     match f.state {
         State::Complete if f.verify == Verify::Pending => Action::Verify,
         State::Complete => Action::Complete,
         State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
         State::Next(Phase::Decomposition) if f.has_plan => Action::RunSubtasks,
+        State::Next(phase) if f.awaiting_approval => Action::AwaitApproval(phase),
         State::Next(phase) if f.iterations >= f.max_iterations => Action::IterationCap(phase),
         State::Next(phase) => Action::RunPhase(phase),
     }
@@ -254,6 +285,17 @@ mod tests {
         Some(Cause::TooDeep),
     ];
     const VERIFY: [Verify; 3] = [Verify::NotConfigured, Verify::Passed, Verify::Pending];
+    /// Every combination of (cancelled, awaiting approval, stale).
+    const FLAGS: [(bool, bool, bool); 8] = [
+        (false, false, false),
+        (false, false, true),
+        (false, true, false),
+        (false, true, true),
+        (true, false, false),
+        (true, false, true),
+        (true, true, false),
+        (true, true, true),
+    ];
 
     /// An independent statement of the rules, as a priority list.
     fn reference(f: &Facts) -> Action {
@@ -263,6 +305,8 @@ mod tests {
             Action::EndRun(StopKind::Interrupted)
         } else if late {
             Action::EndRun(StopKind::TotalTimeCap)
+        } else if f.stale {
+            Action::Stale
         } else if f.state == State::Complete {
             if f.verify == Verify::Pending {
                 Action::Verify
@@ -279,6 +323,8 @@ mod tests {
             })
         } else if f.state == State::Next(Phase::Decomposition) && f.has_plan {
             Action::RunSubtasks
+        } else if f.awaiting_approval {
+            Action::AwaitApproval(f.state.next_phase().expect("non-terminal"))
         } else if capped {
             Action::IterationCap(f.state.next_phase().expect("non-terminal"))
         } else {
@@ -295,7 +341,7 @@ mod tests {
                 for has_plan in [false, true] {
                     for verify in VERIFY {
                         for (iterations, max_iterations) in [(0, 10), (9, 10), (10, 10), (0, 0)] {
-                            for cancelled in [false, true] {
+                            for (cancelled, awaiting_approval, stale) in FLAGS {
                                 for late in [false, true] {
                                     let f = Facts {
                                         state,
@@ -304,6 +350,8 @@ mod tests {
                                         verify,
                                         iterations,
                                         max_iterations,
+                                        awaiting_approval,
+                                        stale,
                                         cancelled,
                                         now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
                                         deadline: t0 + Duration::from_secs(10),
@@ -317,7 +365,20 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 2 * 2);
+        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 8 * 2);
+    }
+
+    #[test]
+    fn a_gate_and_staleness_stop_the_task_without_a_stop_record() {
+        for (kind, code, word) in [
+            (StopKind::AwaitingApproval, 20, "awaiting_approval"),
+            (StopKind::Stale, 21, "stale"),
+        ] {
+            assert_eq!((kind.code(), kind.word()), (code, word));
+            assert!(kind.is_task_stop() && !kind.is_recorded(), "{kind:?}");
+        }
+        assert!(StopKind::AgentFailed.is_recorded());
+        assert!(!StopKind::Interrupted.is_recorded());
     }
 
     fn facts(end: End, artifact: ArtifactCheck) -> PhaseFacts<'static> {

@@ -35,6 +35,12 @@ pub const ISOLATION_FAILED: u8 = 22;
 /// `merge` / `clean`: refused to keep work safe (uncommitted changes, an unmerged branch, a
 /// conflict); nothing was changed.
 pub const REFUSED: u8 = 23;
+/// `orchestrate`: the task's next phase is gated (`Approve before`) and waits for
+/// `automaton approve` (or its approval lapsed because an approved artifact changed).
+pub const AWAITING_APPROVAL: u8 = 20;
+/// `orchestrate`: an artifact was edited after later phases ran on it; those are stale until
+/// `automaton rerun --from <phase>` sets the task back.
+pub const STALE: u8 = 21;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP; every child was stopped.

@@ -6,7 +6,8 @@
 //! 0. leaves, no I/O of their own beyond `fsx`: `exit` (codes), `fsx` (atomic writes),
 //!    `state` and `decide` (the pure core: artifacts → states, facts → the loop's next
 //!    action), `names` (task names), `agent_kind`;
-//! 1. `store`: the on-disk formats (journal, `.state`/`.stop`/`.origin`, lock, VRAM cache);
+//! 1. `store`: the on-disk formats (journal, `.state`/`.stop`/`.origin`, `.state.approvals`,
+//!    `.state.inputs`, `.isolation`, lock, VRAM cache);
 //!    `process`: the one supervisor of every child process; `git`: worktrees, commits, merges;
 //! 2. `settings`: layered configuration;
 //! 3. `artifact`: the parsers of VERDICT.md and DECOMPOSITION.md;

@@ -148,6 +148,37 @@ impl Phase {
         }
     }
 
+    /// A list of phase words separated by commas (`test design`, `test-design` and
+    /// `test_design` all name one phase); `none` or empty is an empty list.
+    pub fn parse_list(text: &str) -> Result<Vec<Phase>, String> {
+        let mut gates = Vec::new();
+        for item in text.split(',') {
+            let word = item
+                .trim()
+                .to_ascii_lowercase()
+                .replace([' ', '-'], "_")
+                .replace("__", "_");
+            if word.is_empty() || word == "none" {
+                continue;
+            }
+            let phase = Phase::ALL
+                .into_iter()
+                .find(|p| p.word() == word)
+                .ok_or_else(|| {
+                    let words: Vec<&str> = Phase::ALL.iter().map(|p| p.word()).collect();
+                    format!(
+                        "`{}` is not a phase (one of {})",
+                        item.trim(),
+                        words.join(", ")
+                    )
+                })?;
+            if !gates.contains(&phase) {
+                gates.push(phase);
+            }
+        }
+        Ok(gates)
+    }
+
     /// The artifact this phase must produce.
     pub fn artifact(self) -> Artifact {
         match self {

@@ -45,6 +45,10 @@ pub enum Error {
     /// A command line that is well-formed but not allowed (exit 2, like clap's own errors).
     #[error("{0}")]
     Usage(String),
+    /// A file operation of a command (moving a rejected or superseded artifact, appending a
+    /// record); the store names the file where it can.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
     /// A git step failed (names the command and folder).
     #[error(transparent)]
     Git(#[from] crate::git::GitError),
@@ -70,6 +74,7 @@ impl Error {
             | Error::Signals(_)
             | Error::Json(_)
             | Error::Git(_)
+            | Error::Io(_)
             | Error::Input(_) => exit::ERROR,
         }
     }

@@ -4,6 +4,7 @@
 mod config;
 mod detect_vram;
 mod error;
+mod gates;
 mod graph;
 mod isolation;
 mod orchestrate;
@@ -105,5 +106,8 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Graph(args) => graph::graph_command(&ctx, args),
         cli::Command::Merge(args) => isolation::merge_command(&ctx, args),
         cli::Command::Clean(args) => isolation::clean_command(&ctx, args),
+        cli::Command::Approve(args) => gates::approve_command(&ctx, args),
+        cli::Command::Reject(args) => gates::reject_command(&ctx, args),
+        cli::Command::Rerun(args) => gates::rerun_command(&ctx, args),
     }
 }

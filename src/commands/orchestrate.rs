@@ -8,9 +8,9 @@ use crate::names;
 use crate::report::{self, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::progress::{self, Progress};
-use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, isolation};
+use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
 use crate::settings::{Key, Origin, Settings};
-use crate::state::{PhaseConfig, State};
+use crate::state::{Phase, PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
 use serde_json::json;
@@ -55,9 +55,10 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let settings = settings_with_flags(ctx, args)?;
     report::print_warnings(&settings.warnings);
     let config = phase_config(&settings);
+    let gates = report::approval_gates(&settings);
     let prefix = ctx.command_prefix();
     if args.manual || !settings.bool(Key::Autopilot) {
-        return manual(ctx, &config, &prefix);
+        return manual(ctx, &config, &gates, &prefix);
     }
     let kind = settings
         .text(Key::AgentKind)
@@ -120,7 +121,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
-        return nothing_to_do(ctx, &config, &prefix);
+        return nothing_to_do(ctx, &config, &gates, &prefix);
     };
     // The command line may carry a key (`--openai-api-key ...`): never print it.
     let shown = crate::settings::value::redact(&agent_command);
@@ -133,7 +134,9 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         },
     );
     let outcome = driver::drive(&run, &rel, true)?;
-    let tree = TaskTree::load_task(&ctx.project, &rel, &config);
+    let mut tree = TaskTree::load_task(&ctx.project, &rel, &config);
+    tree.apply_gates(&gates);
+    notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     let human_out = progress.mode() != progress::Mode::Json;
     match outcome {
         Outcome::Complete => {
@@ -177,6 +180,35 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
             Ok(kind.code())
         }
     }
+}
+
+/// Tell the notify command how the run ended (a no-op without one).
+fn notify_outcome(run: &Run<'_>, tree: &TaskTree, rel: &str, outcome: &Outcome, prefix: &str) {
+    let view = tree.find(rel).map(|i| task_view(tree, i, prefix));
+    let state = view.as_ref().map_or("?", |v| v.state);
+    let command = view.as_ref().and_then(|v| v.command.clone());
+    let (event, kind, reason, code) = match outcome {
+        Outcome::Complete => ("complete", None, None, exit::OK),
+        Outcome::Stopped { kind, reason } => (
+            notify::event_for(*kind),
+            Some(kind.word()),
+            Some(reason.as_str()),
+            kind.code(),
+        ),
+    };
+    notify::send(
+        run.settings,
+        run.progress,
+        &notify::Notice {
+            event,
+            task: rel,
+            state,
+            kind,
+            reason,
+            exit_code: code,
+            command: command.as_deref(),
+        },
+    );
 }
 
 /// The task to drive: a new one from a description, `--task`, or the most advanced one.
@@ -257,8 +289,14 @@ pub fn most_advanced(tree: &TaskTree) -> Option<String> {
     Some(tree.nodes[top_of(best)].rel.clone())
 }
 
-fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> super::Result<u8> {
-    let tree = TaskTree::load(&ctx.project, config);
+fn nothing_to_do(
+    ctx: &Ctx,
+    config: &PhaseConfig,
+    gates: &[Phase],
+    prefix: &str,
+) -> super::Result<u8> {
+    let mut tree = TaskTree::load(&ctx.project, config);
+    tree.apply_gates(gates);
     if tree.nodes.is_empty() {
         out::println(format_args!(
             "No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`."
@@ -283,10 +321,11 @@ fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> super::Result
 
 /// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
 /// tasks of failed verdicts (idempotently).
-fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> super::Result<u8> {
+fn manual(ctx: &Ctx, config: &PhaseConfig, gates: &[Phase], prefix: &str) -> super::Result<u8> {
     // Creating tasks writes into the project: not while an autopilot drives it.
     let _lock = lock::acquire(&ctx.project)?;
-    let tree = TaskTree::load(&ctx.project, config);
+    let mut tree = TaskTree::load(&ctx.project, config);
+    tree.apply_gates(gates);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
     out::print(render_report(&tree, prefix, false, true))?;

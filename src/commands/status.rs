@@ -12,7 +12,9 @@ use crate::task::TaskTree;
 pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     print_warnings(&settings.warnings);
-    let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
+    let gates = crate::report::approval_gates(&settings);
+    let mut tree = TaskTree::load(&ctx.project, &phase_config(&settings));
+    tree.apply_gates(&gates);
     print_warnings(&tree.warnings);
     let prefix = ctx.command_prefix();
     if args.json {

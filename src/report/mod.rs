@@ -26,6 +26,11 @@ pub fn phase_config(settings: &Settings) -> PhaseConfig {
     }
 }
 
+/// The phases `Approve before` gates, or an error naming where the setting came from.
+pub fn approval_gates(settings: &Settings) -> Vec<Phase> {
+    settings.phases(Key::ApproveBefore)
+}
+
 /// One task as the reports show it (and as `status --json` prints it).
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskView {
@@ -74,6 +79,21 @@ pub struct TaskView {
     /// Top level, complete and not merged: the command that merges its branch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge_command: Option<String>,
+    /// The gated phase (`Approve before`) the task waits to have approved; null when none.
+    pub awaiting_approval: Option<&'static str>,
+    /// Why an earlier approval of that gate no longer holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_lapsed: Option<String>,
+    /// The artifacts an approval would cover.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approval_covers: Vec<&'static str>,
+    /// Artifacts built on inputs edited since (file names, lifecycle order).
+    pub stale: Vec<&'static str>,
+    /// Why they are stale, and the phase `rerun --from` should name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stale_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rerun_from: Option<&'static str>,
 }
 
 /// What git says of an isolated task's branch: (merged, commits ahead of its base).
@@ -172,7 +192,13 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
             .map(|(_, by)| by.clone())
     });
     let fix_tasks = planned_fix_tasks(tree, i);
+    let rerun_from = crate::task::gates::rerun_phase(&node.stale).map(|p| p.word());
+    let awaiting = node.approval.as_ref().map(|w| w.gate.word());
     let (next_step, command) = match state {
+        _ if let Some(from) = rerun_from => (
+            "rerun".to_string(),
+            Some(format!("{prefix} rerun {} --from {from}", node.rel)),
+        ),
         State::Complete => ("none".to_string(), None),
         // Its waves will not run it, and running it alone would skip the failed dependency.
         _ if blocked_by.is_some() => ("blocked".to_string(), None),
@@ -183,6 +209,10 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
             } else {
                 run
             }),
+        ),
+        _ if awaiting.is_some() => (
+            "approve".to_string(),
+            Some(format!("{prefix} approve {}", node.rel)),
         ),
         _ if waiting => ("subtasks".to_string(), Some(run)),
         s => (
@@ -267,6 +297,16 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         .then(|| format!("{prefix} merge {}", node.rel)),
         branch: isolated.as_ref().map(|r| r.branch.clone()),
         worktree: isolated.map(|r| r.worktree),
+        awaiting_approval: awaiting,
+        approval_lapsed: node.approval.as_ref().and_then(|w| w.lapsed.clone()),
+        approval_covers: node
+            .approval
+            .as_ref()
+            .map(|w| w.covers.clone())
+            .unwrap_or_default(),
+        stale: node.stale.iter().map(|s| s.artifact).collect(),
+        stale_reason: crate::task::gates::stale_summary(&node.stale),
+        rerun_from,
     }
 }
 
@@ -316,6 +356,14 @@ fn next_step_title(v: &TaskView) -> String {
     match v.next_step.as_str() {
         "none" => "None (complete)".into(),
         "human" => "Human decision".into(),
+        "approve" => format!(
+            "Approval of {} (waiting for a person)",
+            v.awaiting_approval.unwrap_or("?")
+        ),
+        "rerun" => format!(
+            "Rerun from {} (stale artifacts)",
+            v.rerun_from.unwrap_or("?")
+        ),
         "blocked" => match &v.blocked_by {
             Some(by) => format!("Blocked (fix sub-task {by} first)"),
             None => "Blocked".into(),
@@ -405,6 +453,28 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
             (_, _, Some(true)) => writeln!(out, "- **Branch**: {branch} (merged)"),
             _ => writeln!(out, "- **Branch**: {branch}"),
         };
+    }
+    if let Some(gate) = v.awaiting_approval {
+        let covers = if v.approval_covers.is_empty() {
+            String::new()
+        } else {
+            format!(" (covers {})", v.approval_covers.join(", "))
+        };
+        let _ = writeln!(
+            out,
+            "- **Awaiting approval**: {gate}{covers}; or reject: > \"{} reject {} --reason '...'\"",
+            v.command
+                .as_deref()
+                .and_then(|c| c.strip_suffix(&format!(" approve {}", v.path)))
+                .unwrap_or("automaton"),
+            v.path
+        );
+    }
+    if let Some(why) = &v.approval_lapsed {
+        let _ = writeln!(out, "- **Approval lapsed**: {why}");
+    }
+    if let Some(why) = &v.stale_reason {
+        let _ = writeln!(out, "- **Stale**: {why}");
     }
     if let Some(line) = v.usage.as_ref().and_then(usage_line) {
         let _ = writeln!(out, "- **Usage**: {line}");

@@ -33,7 +33,7 @@ fn stop_task(
     kind: StopKind,
     reason: String,
 ) -> super::Result<Outcome> {
-    if kind.is_task_stop() {
+    if kind.is_recorded() {
         write_stop(dir, &reason)?;
     }
     run.progress.event(
@@ -42,6 +42,13 @@ fn stop_task(
         || format!("✘ {rel}: {reason}"),
     );
     Ok(stopped(kind, reason))
+}
+
+/// Read a task folder and its sub-tasks, with the gates of `Approve before` applied.
+fn load(run: &Run<'_>, rel: &str) -> TaskTree {
+    let mut tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    tree.apply_gates(&crate::report::approval_gates(run.settings));
+    tree
 }
 
 /// The file that records which VERDICT.md the verify command last passed for.
@@ -94,9 +101,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
     let mut warned = false;
     loop {
         // The folder as the last phase's validation read it, else read now.
-        let tree = fresh
-            .take()
-            .unwrap_or_else(|| TaskTree::load_task(&run.settings.project, rel, &run.config));
+        let tree = fresh.take().unwrap_or_else(|| load(run, rel));
         if !warned {
             for w in &tree.warnings {
                 run.progress.line(&format!("warning: {w}"));
@@ -125,6 +130,8 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             verify,
             iterations,
             max_iterations: run.limits.iterations,
+            awaiting_approval: node.approval.is_some(),
+            stale: !node.stale.is_empty(),
             cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
             now: Instant::now(),
             deadline: run.deadline,
@@ -191,6 +198,29 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                     return Ok(stop);
                 }
             }
+            Action::Stale => {
+                let what = crate::task::gates::stale_summary(&node.stale).unwrap_or_default();
+                let from = crate::task::gates::rerun_phase(&node.stale).map_or("?", |p| p.word());
+                let reason = format!(
+                    "{what}; run `automaton rerun {rel} --from {from}` to build them again \
+                     (the stale artifacts are kept under logs/superseded/)"
+                );
+                return stop_task(run, rel, &dir, StopKind::Stale, reason);
+            }
+            Action::AwaitApproval(phase) => {
+                let lapsed = node
+                    .approval
+                    .as_ref()
+                    .and_then(|w| w.lapsed.as_deref())
+                    .map(|why| format!(" (the approval lapsed: {why})"))
+                    .unwrap_or_default();
+                let reason = format!(
+                    "{rel} waits for approval before {}{lapsed}; run `automaton approve {rel}` \
+                     (or `automaton reject {rel} --reason ...`)",
+                    phase.word()
+                );
+                return stop_task(run, rel, &dir, StopKind::AwaitingApproval, reason);
+            }
             Action::IterationCap(phase) => {
                 let reason = format!(
                     "iteration cap reached ({} phase{} in this run); next phase would be {}",
@@ -202,7 +232,14 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             }
             Action::RunPhase(phase) => {
                 iterations += 1;
-                match one_phase(run, rel, &dir, phase, ws)? {
+                let inputs: Vec<Artifact> = node
+                    .snap
+                    .artifacts
+                    .iter()
+                    .filter(|a| *a < phase.artifact())
+                    .collect();
+                let given = crate::task::gates::hashes(&dir, &inputs);
+                match one_phase(run, rel, &dir, phase, ws, given)? {
                     Ok(tree) => fresh = Some(tree),
                     Err(stop) => return Ok(stop),
                 }
@@ -219,8 +256,14 @@ fn one_phase(
     dir: &Path,
     phase: Phase,
     ws: Option<&Workspace>,
+    given: crate::store::inputs::Hashes,
 ) -> super::Result<Result<TaskTree, Outcome>> {
     let pr = run_phase(run, phase, rel, dir, ws)?;
+    // What the phase was given (hashed as it was given): an input edited later makes the
+    // artifact stale. Recorded before the folder is read again, which judges staleness.
+    if dir.join(phase.artifact().file_name()).exists() {
+        crate::store::inputs::record(dir, phase.artifact().file_name(), given)?;
+    }
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
     let end = o
@@ -247,7 +290,7 @@ fn one_phase(
             ),
         },
     );
-    let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    let tree = load(run, rel);
     let Some(node) = tree.nodes.first() else {
         return Err(super::RunError::TaskGone(rel.to_string()));
     };
@@ -379,8 +422,11 @@ fn usage_note(rep: &super::adapter::PhaseReport) -> String {
 
 /// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
 /// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
-/// dependents. Returns a stop when the whole run must end (Ctrl-C, total time cap), or when
-/// the parent must (a merge-back conflict, a failed integration gate).
+/// dependents. A sub-task that waits for a person without being terminal (a gate, stale
+/// artifacts) is not driven again in this run; its siblings go on, and once they are done the
+/// parent stops with that wait. Returns a stop when the whole run must end (Ctrl-C, total time
+/// cap), when a sub-task waits, or when the parent must (a merge-back conflict, a failed
+/// integration gate).
 ///
 /// With isolation, every passed sub-task is merged into the parent's integration branch before
 /// anything is scheduled, and after each wave's merges the verify command runs in the
@@ -410,6 +456,8 @@ fn run_waves(
         let mut parent_stop: Option<(StopKind, String)> = None;
         let mut merged: Vec<String> = Vec::new();
         let mut gated: Vec<u32> = Vec::new();
+        // Sub-tasks that stopped to wait for a person: (name, kind, reason).
+        let mut held: Vec<(String, StopKind, String)> = Vec::new();
         loop {
             let stopping = run_stop.is_some()
                 || parent_stop.is_some()
@@ -472,6 +520,7 @@ fn run_waves(
                         break;
                     }
                     let ready = !running.contains(&row.name)
+                        && !held.iter().any(|(h, _, _)| *h == row.name)
                         && state_of(&row.name).is_some_and(|s| !s.is_terminal())
                         && !blocked.iter().any(|(b, _)| *b == row.name)
                         && gate_open(row.wave)
@@ -510,6 +559,31 @@ fn run_waves(
                 Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
                     run_stop.get_or_insert(stopped(kind, reason));
                 }
+                Ok(Outcome::Stopped { kind, reason }) if !kind.is_recorded() => {
+                    let child_rel = format!("{parent_rel}/subtasks/{name}");
+                    if kind == StopKind::AwaitingApproval {
+                        // A person is needed now, while the siblings go on.
+                        let command = format!("automaton approve {child_rel}");
+                        let state = load(run, &child_rel)
+                            .nodes
+                            .first()
+                            .map_or("?", |n| n.state().word());
+                        super::notify::send(
+                            run.settings,
+                            run.progress,
+                            &super::notify::Notice {
+                                event: "awaiting_approval",
+                                task: &child_rel,
+                                state,
+                                kind: Some(kind.word()),
+                                reason: Some(&reason),
+                                exit_code: kind.code(),
+                                command: Some(&command),
+                            },
+                        );
+                    }
+                    held.push((name, kind, reason));
+                }
                 Ok(_) => {}
                 Err(e) => {
                     let dir = run
@@ -527,6 +601,20 @@ fn run_waves(
             && let Some((kind, reason)) = parent_stop
         {
             return stop_task(run, parent_rel, &parent_dir, kind, reason).map(Some);
+        }
+        if run_stop.is_none() {
+            // A wait for approval before staleness: it is the one a person can act on now.
+            held.sort_by_key(|(_, kind, _)| *kind != StopKind::AwaitingApproval);
+            if let Some((_, kind, reason)) = held.first() {
+                let more = match held.len() {
+                    1 => String::new(),
+                    n => format!(
+                        " ({} more sub-tasks wait too; `automaton status` lists them)",
+                        n - 1
+                    ),
+                };
+                run_stop = Some(stopped(*kind, format!("{reason}{more}")));
+            }
         }
         Ok(run_stop)
     })

@@ -5,6 +5,7 @@ pub mod adapter;
 pub mod agent;
 pub mod driver;
 pub mod isolation;
+pub mod notify;
 pub mod phase;
 pub mod progress;
 pub mod record;

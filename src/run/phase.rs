@@ -65,6 +65,20 @@ pub fn render_prompt(
     for (key, value) in &values {
         text = text.replace(&format!("{{{{{key}}}}}"), value);
     }
+    // A person rejected this phase's last artifact: the new run answers the reason.
+    if let Some(r) = crate::task::gates::rejection_for(task_dir, phase) {
+        text.push_str(&format!(
+            "\n\n## Rejected: do it again\n\n{} rejected the previous {} at {} and said:\n\n> {}\n\n\
+             The rejected version is kept at `{}` for reference; write a new `{}` that answers \
+             the reason.\n",
+            r.who,
+            phase.artifact().file_name(),
+            r.when,
+            r.reason.trim().replace('\n', "\n> "),
+            task_dir.join(&r.rejected).display(),
+            artifact.display(),
+        ));
+    }
     if !prompt.contains("{{contract}}") {
         text.push_str("\n\n## Contract\n\n");
         text.push_str(contract.trim_end());

@@ -77,6 +77,8 @@ pub enum Kind {
     Tokens,
     Text,
     Choice(&'static [&'static str]),
+    /// Phase words separated by commas (kept as text, checked when read).
+    Phases,
 }
 
 /// A parsed setting value.
@@ -207,6 +209,22 @@ registry! {
         Kind::Choice(&["auto", "worktree", "none"]),
         None,
         "worktree: a git worktree and branch per task, merged back; none: agents share the project tree; auto: worktree inside a git repository with a commit";
+    ApproveBefore => "agent.approve_before",
+        AgentMd,
+        "Agent",
+        "Approve before",
+        "",
+        Kind::Phases,
+        None,
+        "phases that wait for `automaton approve` before they run, e.g. decomposition, design, implement";
+    NotifyCommand => "agent.notify",
+        AgentMd,
+        "Agent",
+        "Notify command",
+        "",
+        Kind::Text,
+        None,
+        "command run when a task waits for approval, needs a human, completes or stops (JSON event on stdin)";
     Decomposition => "phases.decomposition",
         ConfigMd,
         "Phases",
@@ -343,6 +361,14 @@ registry! {
         Kind::Duration,
         Some("AUTOMATON_CONTRACT_GRACE"),
         "time an agent gets to exit after it printed CONTRACT_MET";
+    NotifyTimeout => "env.notify_timeout",
+        Env,
+        "Variables",
+        "AUTOMATON_NOTIFY_TIMEOUT",
+        "10s",
+        Kind::Duration,
+        Some("AUTOMATON_NOTIFY_TIMEOUT"),
+        "time the notify command may take before its process group is stopped";
     VramScriptTimeout => "env.vram_script_timeout",
         Env,
         "Variables",
@@ -600,6 +626,11 @@ impl Settings {
     }
 
     /// A text setting; `None` when empty.
+    /// A phase-list setting (checked when the settings were read).
+    pub fn phases(&self, key: Key) -> Vec<crate::state::Phase> {
+        crate::state::Phase::parse_list(self.text(key).unwrap_or("")).unwrap_or_default()
+    }
+
     pub fn text(&self, key: Key) -> Option<&str> {
         match &self.get(key).value {
             Value::Text(t) if !t.is_empty() => Some(t),
@@ -670,6 +701,10 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
             } else {
                 t.to_string()
             })
+        }
+        Kind::Phases => {
+            crate::state::Phase::parse_list(raw)?;
+            Value::Text(raw.trim().to_string())
         }
         Kind::Choice(options) => {
             let t = raw.trim().to_ascii_lowercase();
@@ -797,6 +832,7 @@ mod tests {
                 Kind::Ratio => drop(s.ratio(*key)),
                 Kind::Tokens => drop(s.tokens(*key)),
                 Kind::Text | Kind::Choice(_) => drop(s.text(*key)),
+                Kind::Phases => drop(s.phases(*key)),
             }
             assert!(!s.is_set(*key));
         }
@@ -875,6 +911,8 @@ mod tests {
             "AUTOMATON_ATTEMPT",
             "AUTOMATON_WORKTREE",
             "AUTOMATON_BRANCH",
+            // The notify command's contract.
+            "AUTOMATON_EVENT",
         ];
         let mut files = Vec::new();
         let mut dirs = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];

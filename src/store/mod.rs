@@ -1,8 +1,11 @@
 //! The on-disk formats automaton owns, each a versioned serde struct or a documented line
 //! format, read and written in one place: the run journal, the task control files (`.state`,
-//! `.stop`, `.origin`), the project lock file and the VRAM cache. A leaf layer: it knows
-//! files, not what the orchestrator decides with them.
+//! `.stop`, `.origin`), the approvals and inputs of gates and staleness, the project lock file
+//! and the VRAM cache. A leaf layer: it knows files, not what the orchestrator decides with
+//! them.
 
+pub mod approvals;
+pub mod inputs;
 pub mod isolation;
 pub mod journal;
 pub mod lock;

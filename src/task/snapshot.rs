@@ -28,6 +28,8 @@ pub struct Snapshot {
     pub stop: Option<String>,
     /// Whether a `subtasks/` folder exists.
     pub has_subtasks_dir: bool,
+    /// Whether `.state.inputs` exists (the inputs each phase was given, for staleness).
+    pub has_inputs: bool,
 }
 
 /// FNV-1a, 64 bit: enough to tell whether an inherited copy was rewritten.
@@ -63,6 +65,7 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
                 ORIGIN_FILE => control.push(ORIGIN_FILE),
                 STOP_FILE => control.push(STOP_FILE),
                 SUBTASKS_DIR => snap.has_subtasks_dir = true,
+                crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
                 _ => {}
             }
         }

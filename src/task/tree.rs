@@ -3,9 +3,10 @@
 //! before parents. Symlinks to folders are followed once; a loop, an unreadable folder, a
 //! non-UTF-8 name or a stray file is a warning naming the path, never a crash.
 
+use super::gates::{ApprovalWait, StaleArtifact, approval_wait, stale_artifacts};
 use super::snapshot::{SUBTASKS_DIR, Snapshot, read_snapshot};
 use crate::state::{
-    ChildFacts, Decision, Facts, PhaseConfig, PlannedSubtask, State, Verdict, decide,
+    ChildFacts, Decision, Facts, Phase, PhaseConfig, PlannedSubtask, State, Verdict, decide,
 };
 use std::collections::HashSet;
 use std::fs;
@@ -24,6 +25,10 @@ pub struct TaskNode {
     pub depth: usize,
     pub snap: Snapshot,
     pub decision: Decision,
+    /// The gate the task waits at (set by [`TaskTree::apply_gates`]).
+    pub approval: Option<ApprovalWait>,
+    /// Artifacts built on inputs that changed since.
+    pub stale: Vec<StaleArtifact>,
 }
 
 impl TaskNode {
@@ -79,6 +84,27 @@ impl TaskTree {
 
     pub fn find(&self, rel: &str) -> Option<usize> {
         self.nodes.iter().position(|n| n.rel == rel)
+    }
+
+    /// Read the approvals of every task whose next phase is one of `gates` (`Approve
+    /// before`): [`TaskNode::approval`] is set where it waits. A parent whose plan is already
+    /// written is past its decomposition gate.
+    pub fn apply_gates(&mut self, gates: &[Phase]) {
+        if gates.is_empty() {
+            return;
+        }
+        for node in &mut self.nodes {
+            let Some(phase) = node.state().next_phase() else {
+                continue;
+            };
+            if !gates.contains(&phase)
+                || (phase == Phase::Decomposition && node.snap.plan.is_some())
+            {
+                continue;
+            }
+            node.approval =
+                approval_wait(&node.dir, &node.rel, &node.snap, phase, &mut self.warnings);
+        }
     }
 }
 
@@ -249,6 +275,7 @@ impl Walker {
             }
         }
         let snap = read_snapshot(dir, &rel, &mut self.warnings);
+        let stale = stale_artifacts(dir, &rel, &snap, &mut self.warnings);
         let has_subtasks = snap.has_subtasks_dir;
         let index = self.nodes.len();
         self.nodes.push(TaskNode {
@@ -261,6 +288,8 @@ impl Walker {
             snap,
             // Decided in `finish`, once the sub-tasks are read.
             decision: Decision::plain(State::NEW),
+            approval: None,
+            stale,
         });
         if let Some(p) = parent {
             self.nodes[p].children.push(index);
