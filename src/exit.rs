@@ -28,6 +28,13 @@ pub const VERIFY_FAILED: u8 = 17;
 pub const SUBTASKS_FAILED: u8 = 18;
 /// `orchestrate`: the task already needed a human before this run started.
 pub const NEEDS_HUMAN: u8 = 19;
+/// `orchestrate`: the agent command's program (or the claude/codex/aider CLI) is not installed
+/// or not on PATH; nothing ran and no task changed state.
+pub const AGENT_NOT_FOUND: u8 = 20;
+/// `orchestrate` in manual mode (`--manual`, `Autopilot: Disabled`) or `--step`: the report was
+/// printed, and tasks the run was asked about are not complete yet: they wait for a person to
+/// run their next step.
+pub const WAITING: u8 = 21;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.

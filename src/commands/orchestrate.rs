@@ -82,6 +82,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
              (recipes in examples/agents/)"
         );
     };
+    check_agent_program(&settings, &agent_command, &ctx.project)?;
     let _lock = lock::acquire(&ctx.project).map_err(|e| match e {
         lock::LockError::Held { .. } => {
             anyhow::Error::new(exit::Failure::new(exit::LOCKED, e.to_string()))
@@ -176,6 +177,44 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
             Ok(kind.code())
         }
     }
+}
+
+/// The agent's program must be found before anything runs or any task changes state: a
+/// missing one is an error naming the setting it came from and where that was set.
+fn check_agent_program(
+    settings: &Settings,
+    agent_command: &str,
+    project: &std::path::Path,
+) -> anyhow::Result<()> {
+    let Some(program) = crate::run::preflight::missing_program(agent_command, project) else {
+        return Ok(());
+    };
+    let id = if settings.text("agent.command").is_some() {
+        "agent.command"
+    } else {
+        "agent.kind"
+    };
+    let setting = settings.get(id);
+    let shown = crate::settings::value::redact(&setting.raw);
+    let hint = if id == "agent.kind" {
+        format!(
+            "install the `{program}` CLI, or set `- **Agent command**` to the command that runs it"
+        )
+    } else {
+        format!("install `{program}` or correct the setting")
+    };
+    Err(exit::Failure::new(
+        exit::AGENT_NOT_FOUND,
+        format!(
+            "the agent program `{program}` was not found on PATH: `- **{}**: {shown}` ({}) runs \
+             `{line}`; {hint} (`automaton config` shows every setting and where it came from). \
+             Nothing ran and no task changed state.",
+            setting.spec.key,
+            setting.origin,
+            line = crate::settings::value::redact(agent_command),
+        ),
+    )
+    .into())
 }
 
 /// The task to drive: a new one from a description, `--task`, or the most advanced one.

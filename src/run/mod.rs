@@ -5,6 +5,7 @@ pub mod adapter;
 pub mod agent;
 pub mod driver;
 pub mod phase;
+pub mod preflight;
 pub mod progress;
 pub mod record;
 pub mod subtasks;
