@@ -100,6 +100,11 @@ pub struct Facts {
     pub max_iterations: u64,
     /// Ctrl-C, SIGTERM or SIGHUP was received.
     pub cancelled: bool,
+    /// `--step`: this run runs exactly one phase (of the task, or of one of its sub-tasks).
+    pub step: bool,
+    /// Sub-task folders made by hand (no DECOMPOSITION.md in this task) that are not terminal:
+    /// they run before the task's own next phase.
+    pub unplanned: bool,
     /// The clock, and the run's total-time deadline.
     pub now: Instant,
     pub deadline: Instant,
@@ -122,6 +127,12 @@ pub enum Action {
     IterationCap(Phase),
     /// Run this phase.
     RunPhase(Phase),
+    /// `--step`: the one phase ran; this phase would be next. Nothing is recorded in the task.
+    StepDone(Phase),
+    /// `--step` on a task whose sub-tasks run next: run one phase of one ready sub-task.
+    StepSubtask,
+    /// Drive the sub-tasks made by hand (no plan), one after another, before this task.
+    RunChildren,
 }
 
 /// Decide the next action. The run's own stops come first (a cancelled or timed-out run acts
@@ -137,7 +148,16 @@ pub fn next_action(f: &Facts) -> Action {
         State::Complete if f.verify == Verify::Pending => Action::Verify,
         State::Complete => Action::Complete,
         State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
-        State::Next(Phase::Decomposition) if f.has_plan => Action::RunSubtasks,
+        State::Next(phase) if f.step && f.iterations >= 1 => Action::StepDone(phase),
+        State::Next(phase) if (phase == Phase::Decomposition && f.has_plan) || f.unplanned => {
+            if f.step {
+                Action::StepSubtask
+            } else if phase == Phase::Decomposition && f.has_plan {
+                Action::RunSubtasks
+            } else {
+                Action::RunChildren
+            }
+        }
         State::Next(phase) if f.iterations >= f.max_iterations => Action::IterationCap(phase),
         State::Next(phase) => Action::RunPhase(phase),
     }
@@ -267,8 +287,16 @@ mod tests {
                 Some(Cause::Subtasks) => StopKind::SubtasksFailed,
                 _ => StopKind::NeedsHuman,
             })
+        } else if f.step && f.iterations > 0 {
+            Action::StepDone(f.state.next_phase().expect("non-terminal"))
+        } else if f.step
+            && ((f.state == State::Next(Phase::Decomposition) && f.has_plan) || f.unplanned)
+        {
+            Action::StepSubtask
         } else if f.state == State::Next(Phase::Decomposition) && f.has_plan {
             Action::RunSubtasks
+        } else if f.unplanned {
+            Action::RunChildren
         } else if capped {
             Action::IterationCap(f.state.next_phase().expect("non-terminal"))
         } else {
@@ -285,29 +313,34 @@ mod tests {
                 for has_plan in [false, true] {
                     for verify in VERIFY {
                         for (iterations, max_iterations) in [(0, 10), (9, 10), (10, 10), (0, 0)] {
-                            for cancelled in [false, true] {
-                                for late in [false, true] {
-                                    let f = Facts {
-                                        state,
-                                        cause,
-                                        has_plan,
-                                        verify,
-                                        iterations,
-                                        max_iterations,
-                                        cancelled,
-                                        now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
-                                        deadline: t0 + Duration::from_secs(10),
-                                    };
-                                    assert_eq!(next_action(&f), reference(&f), "{f:?}");
-                                    cases += 1;
-                                }
+                            for (cancelled, late, step, unplanned) in flags4() {
+                                let f = Facts {
+                                    state,
+                                    cause,
+                                    has_plan,
+                                    verify,
+                                    iterations,
+                                    max_iterations,
+                                    cancelled,
+                                    step,
+                                    unplanned,
+                                    now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
+                                    deadline: t0 + Duration::from_secs(10),
+                                };
+                                assert_eq!(next_action(&f), reference(&f), "{f:?}");
+                                cases += 1;
                             }
                         }
                     }
                 }
             }
         }
-        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 2 * 2);
+        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 16);
+    }
+
+    /// Every combination of (cancelled, late, step, unplanned).
+    fn flags4() -> impl Iterator<Item = (bool, bool, bool, bool)> {
+        (0..16u8).map(|b| (b & 1 != 0, b & 2 != 0, b & 4 != 0, b & 8 != 0))
     }
 
     fn facts(end: End, artifact: ArtifactCheck) -> PhaseFacts<'static> {

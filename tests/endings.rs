@@ -108,3 +108,208 @@ fn compound_agent_lines_are_left_to_the_shell() {
         .code(0);
     assert_eq!(p.read("tasks/auth/.state"), "complete\n");
 }
+
+// ---- 4. honest endings ----
+
+fn phases_run(p: &Project) -> Vec<(String, String)> {
+    p.agent_runs()
+}
+
+#[test]
+fn continue_drives_a_subtask_made_by_hand() {
+    let p = Project::new();
+    p.cmd()
+        .args(["task", "create", "tasks/auth/subtasks/login"])
+        .assert()
+        .success();
+    p.cmd()
+        .env("AUTOMATON_AGENT", common::agent_command())
+        .env("AGENT_LOG", p.join("agent.log"))
+        .arg("continue")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "Summary: 2 complete, 0 waiting for a person, 0 not started\nORCHESTRATION_COMPLETE\n",
+        ));
+    assert_eq!(p.read("tasks/auth/subtasks/login/.state"), "complete\n");
+    assert_eq!(p.read("tasks/auth/.state"), "complete\n");
+    // The sub-task ran first, then its parent.
+    let runs = phases_run(&p);
+    let first_parent = runs.iter().position(|(t, _)| t == "tasks/auth").unwrap();
+    let last_login = runs
+        .iter()
+        .rposition(|(t, _)| t == "tasks/auth/subtasks/login")
+        .unwrap();
+    assert!(last_login < first_parent, "{runs:?}");
+    // The second `continue` has nothing left, and says so honestly.
+    p.cmd()
+        .env("AUTOMATON_AGENT", common::agent_command())
+        .arg("continue")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "Summary: 2 complete, 0 waiting for a person, 0 not started\nORCHESTRATION_COMPLETE",
+        ));
+    // A sub-task made by hand under a task that is already complete is driven alone.
+    p.cmd()
+        .args(["task", "create", "tasks/auth/subtasks/logout"])
+        .assert()
+        .success();
+    p.cmd()
+        .env("AUTOMATON_AGENT", common::agent_command())
+        .arg("continue")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Summary: 1 complete,"));
+    assert_eq!(p.read("tasks/auth/subtasks/logout/.state"), "complete\n");
+}
+
+#[test]
+fn continue_says_why_it_will_not_drive_an_orphan_and_exits_non_zero() {
+    let p = Project::new();
+    p.write("tasks/p/SPEC.md", "spec")
+        .write(
+            "tasks/p/DECOMPOSITION.md",
+            "| Sub-task | Wave | Depends on |\n|---|---|---|\n| a | 1 | - |\n",
+        )
+        .write("tasks/p/subtasks/a/SPEC.md", "spec")
+        .write("tasks/p/subtasks/a/VERDICT.md", "Verdict: PASS\n")
+        .write("tasks/p/subtasks/stray/SPEC.md", "work in progress");
+    assert_eq!(p.state_of("tasks/p"), "complete");
+    p.cmd()
+        .env("AUTOMATON_AGENT", common::agent_command())
+        .arg("continue")
+        .assert()
+        .code(19)
+        .stdout(predicate::str::contains(
+            "- tasks/p/subtasks/stray (design) is not driven: tasks/p/subtasks/stray is not listed in tasks/p/DECOMPOSITION.md",
+        ))
+        .stdout(predicate::str::contains(
+            "Summary: 2 complete, 0 waiting for a person, 0 not started, 1 in progress",
+        ))
+        .stdout(predicate::str::contains("ORCHESTRATION_COMPLETE").not());
+}
+
+#[test]
+fn autopilot_disabled_orchestrate_creates_the_task_and_reports_it() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Autopilot**: Disabled\n",
+    );
+    p.orchestrate()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .arg("y")
+        .assert()
+        .code(21)
+        .stdout(predicate::str::contains("**Task: tasks/y**"))
+        .stdout(predicate::str::contains("- **Auto-Execute**: NO"))
+        .stdout(predicate::str::contains(
+            "Created tasks/y. Autopilot is disabled, so nothing ran",
+        ))
+        .stdout(predicate::str::contains(
+            "\n  automaton orchestrate --task tasks/y --step\n",
+        ))
+        .stdout(predicate::str::contains(
+            "Summary: 0 complete, 0 waiting for a person, 1 not started\nORCHESTRATION_COMPLETE\n",
+        ));
+    assert_eq!(p.read("tasks/y/.state"), "new\n");
+    assert!(p.agent_runs().is_empty(), "an agent ran in manual mode");
+}
+
+#[test]
+fn every_run_ends_with_a_summary_and_an_honest_exit_code() {
+    let p = Project::new();
+    p.orchestrate()
+        .arg("good")
+        .assert()
+        .code(0)
+        .stdout(predicate::str::ends_with(
+            "Summary: 1 complete, 0 waiting for a person, 0 not started\nORCHESTRATION_COMPLETE\n",
+        ));
+    p.orchestrate()
+        .env("AGENT_BEHAVIOR", "referee=fail")
+        .arg("bad")
+        .assert()
+        .code(10)
+        .stdout(predicate::str::contains(
+            "Summary: 0 complete, 1 waiting for a person, 0 not started\n⚠️ **HUMAN INTERVENTION REQUIRED**: referee verdict is FAIL",
+        ))
+        .stdout(predicate::str::contains("ORCHESTRATION_COMPLETE").not());
+    // Manual mode over the whole project: one task needs a person, so not 0.
+    p.cmd()
+        .args(["orchestrate", "--manual"])
+        .assert()
+        .code(19)
+        .stdout(predicate::str::contains(
+            "Summary: 1 complete, 1 waiting for a person, 1 not started\nORCHESTRATION_COMPLETE\n",
+        ));
+    // Once nothing is left, manual mode exits 0.
+    let q = Project::new();
+    q.orchestrate().arg("done").assert().code(0);
+    q.cmd()
+        .args(["orchestrate", "--manual"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "Summary: 1 complete, 0 waiting for a person, 0 not started",
+        ));
+}
+
+// ---- 5. a manual mode that steps ----
+
+#[test]
+fn step_walks_a_task_one_phase_per_call() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Autopilot**: Disabled\n",
+    );
+    p.orchestrate().arg("walk").assert().code(21);
+    // The manual-mode report prints the command that runs one phase.
+    p.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "- **Auto-Execute**: NO\n- **Command**:\n  automaton orchestrate --task tasks/walk --step\n",
+        ));
+    let phases = [
+        "research",
+        "design",
+        "test_design",
+        "implement",
+        "bug_find",
+        "adversarial_bug_find",
+        "doc_review",
+        "referee",
+    ];
+    for (n, phase) in phases.iter().enumerate() {
+        let last = n + 1 == phases.len();
+        let out = p
+            .orchestrate()
+            .env("AGENT_LOG", p.join("agent.log"))
+            .args(["--task", "tasks/walk", "--step"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(if last { 0 } else { 21 }),
+            "step {n}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let runs: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
+        assert_eq!(runs.len(), n + 1, "one phase per call: {runs:?}");
+        assert_eq!(runs[n], *phase);
+        if !last {
+            assert!(
+                stdout.contains("  automaton orchestrate --task tasks/walk --step\n"),
+                "{stdout}"
+            );
+            // Nothing is recorded as a stop: the task simply waits for the next step.
+            assert!(!p.join("tasks/walk/.stop").exists());
+        }
+    }
+    assert_eq!(p.read("tasks/walk/.state"), "complete\n");
+}

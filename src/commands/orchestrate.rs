@@ -5,7 +5,7 @@ use super::Ctx;
 use crate::cli::OrchestrateArgs;
 use crate::exit;
 use crate::names;
-use crate::report::{self, phase_config, render_report, task_view};
+use crate::report::{self, Summary, phase_config, render_report};
 use crate::run::agent;
 use crate::run::progress::{self, Progress};
 use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver};
@@ -62,8 +62,8 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     report::print_warnings(&settings.warnings);
     let config = phase_config(&settings);
     let prefix = ctx.command_prefix();
-    if args.manual || !settings.bool("agent.autopilot") {
-        return manual(ctx, &config, &prefix);
+    if args.manual || (!settings.bool("agent.autopilot") && !args.step) {
+        return manual(ctx, args, &config, &prefix);
     }
     let kind = settings
         .text("agent.kind")
@@ -118,6 +118,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         progress: &progress,
         max_peak: vram.max_peak_context_kb,
         slots: Slots::new(limits.jobs),
+        step: args.step,
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
@@ -134,49 +135,115 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
         },
     );
     let outcome = driver::drive(&run, &rel, true)?;
-    let tree = TaskTree::load_task(&ctx.project, &rel, &config);
+    Ok(finish(
+        ctx, &config, &prefix, &progress, &rel, outcome, args.step,
+    ))
+}
+
+/// Say how the run ended: the driven task's report, the summary line, then
+/// `ORCHESTRATION_COMPLETE` or the reason a person is needed; and the exit code, 0 only when
+/// every task the run was asked to drive (the task and its sub-tasks) is complete.
+fn finish(
+    ctx: &Ctx,
+    config: &PhaseConfig,
+    prefix: &str,
+    progress: &Progress,
+    rel: &str,
+    outcome: Outcome,
+    step: bool,
+) -> u8 {
+    let tree = TaskTree::load_task(&ctx.project, rel, config);
     let human_out = progress.mode() != progress::Mode::Json;
-    match outcome {
-        Outcome::Complete => {
-            if human_out && let Some(i) = tree.find(&rel) {
-                let mut out = String::new();
-                report::render_task(&task_view(&tree, i, &prefix), true, &mut out);
-                println!("\n{out}");
+    let scope: Vec<usize> = (0..tree.nodes.len())
+        .filter(|i| !report::is_orphan(&tree, *i))
+        .collect();
+    let summary = Summary::of(&tree, scope.iter().copied());
+    let print_task = |reason: bool| {
+        if human_out && let Some(i) = tree.find(rel) {
+            let mut out = String::new();
+            let mut view = report::task_view_mode(&tree, i, prefix, step);
+            if !reason {
+                view.reason = None;
             }
+            report::render_task(&view, !step, &mut out);
+            println!("\n{out}");
+        }
+    };
+    let summary_out = || {
+        progress.event("summary", json!(summary), String::new);
+        if human_out {
+            println!("{}", summary.line());
+        }
+    };
+    let (kind, reason) = match outcome {
+        Outcome::Complete if summary.all_complete() => {
+            print_task(true);
+            summary_out();
             progress.event("complete", json!({"task": rel}), String::new);
             if human_out {
                 println!("ORCHESTRATION_COMPLETE");
             }
-            Ok(exit::OK)
+            return exit::OK;
         }
-        Outcome::Stopped { kind, reason } => {
+        Outcome::Complete => {
+            // The task is complete, but something it holds is not (a sub-task made by hand
+            // that needs a person): not a success.
+            let left: Vec<String> = scope
+                .iter()
+                .map(|i| &tree.nodes[*i])
+                .filter(|n| n.state() != State::Complete)
+                .map(|n| format!("{} ({})", n.rel, n.state().word()))
+                .collect();
+            (
+                StopKind::NeedsHuman,
+                format!(
+                    "{rel} is complete, but not all of its sub-tasks are: {}",
+                    left.join(", ")
+                ),
+            )
+        }
+        Outcome::Stepped { task } => {
+            print_task(true);
+            summary_out();
             progress.event(
-                "stop",
-                json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
+                "stepped",
+                json!({"task": task, "exit_code": exit::WAITING}),
                 String::new,
             );
-            if kind == StopKind::Interrupted {
-                eprintln!(
-                    "interrupted: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
-                );
-                return Ok(kind.code());
-            }
-            if human_out && let Some(i) = tree.find(&rel) {
-                let mut out = String::new();
-                let mut view = task_view(&tree, i, &prefix);
-                view.reason = None;
-                report::render_task(&view, true, &mut out);
-                println!("\n{out}");
-            }
-            let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
             if human_out {
-                println!("{line}");
-            } else {
-                eprintln!("{line}");
+                println!(
+                    "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step"
+                );
+                println!("ORCHESTRATION_COMPLETE");
             }
-            Ok(kind.code())
+            return exit::WAITING;
         }
+        Outcome::Stopped { kind, reason } => (kind, reason),
+    };
+    let stop_event = || {
+        progress.event(
+            "stop",
+            json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
+            String::new,
+        )
+    };
+    if kind == StopKind::Interrupted {
+        stop_event();
+        eprintln!(
+            "interrupted: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
+        );
+        return kind.code();
     }
+    print_task(false);
+    summary_out();
+    stop_event();
+    let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
+    if human_out {
+        println!("{line}");
+    } else {
+        eprintln!("{line}");
+    }
+    kind.code()
 }
 
 /// The agent's program must be found before anything runs or any task changes state: a
@@ -224,6 +291,17 @@ fn select_task(
     config: &PhaseConfig,
     prefix: &str,
 ) -> anyhow::Result<Option<String>> {
+    if let Some(rel) = named_task(ctx, args, prefix)? {
+        return Ok(Some(rel));
+    }
+    let tree = TaskTree::load(&ctx.project, config);
+    report::print_warnings(&tree.warnings);
+    Ok(most_advanced(&tree))
+}
+
+/// The task the command line names: a description (the task is created, or found when it
+/// exists for the same request) or `--task`.
+fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> anyhow::Result<Option<String>> {
     if let Some(desc) = args.description.as_deref().filter(|d| !d.trim().is_empty()) {
         let slug = names::kebab(desc);
         if slug.is_empty() {
@@ -266,72 +344,163 @@ fn select_task(
         }
         return Ok(Some(rel));
     }
-    let tree = TaskTree::load(&ctx.project, config);
-    report::print_warnings(&tree.warnings);
-    Ok(most_advanced(&tree))
+    Ok(None)
 }
 
 /// Seed 000: the most advanced unfinished task, sub-tasks before parents, later phases first.
-/// A sub-task is driven through its top-level parent, whose waves run it with its siblings.
+/// A sub-task is driven through the task whose drive runs it ([`unit_of`]): its parent's waves
+/// run a planned sub-task with its siblings; a sub-task made by hand under a finished task is
+/// driven alone.
 pub fn most_advanced(tree: &TaskTree) -> Option<String> {
-    let top_of = |mut i: usize| {
-        while let Some(p) = tree.nodes[i].parent {
-            i = p;
-        }
-        i
-    };
-    // A sub-task can only go on through a top-level task that can.
     let best = (0..tree.nodes.len())
         .filter(|i| !tree.nodes[*i].state().is_terminal())
-        .filter(|i| !tree.nodes[top_of(*i)].state().is_terminal())
-        .max_by_key(|i| {
+        .filter_map(|i| unit_of(tree, i).ok().map(|u| (i, u)))
+        .max_by_key(|(i, _)| {
             let n = &tree.nodes[*i];
             (n.depth, n.state().rank(), std::cmp::Reverse(n.rel.clone()))
         })?;
-    Some(tree.nodes[top_of(best)].rel.clone())
+    Some(tree.nodes[best.1].rel.clone())
 }
 
+/// The task `continue` drives to run the unfinished task `i`: its highest unfinished ancestor
+/// (whose waves, or whose hand-made sub-tasks, run it), or `i`'s own top when that ancestor's
+/// parent is finished and has no plan. `Err` says why nothing can drive it.
+pub fn unit_of(tree: &TaskTree, i: usize) -> Result<usize, String> {
+    let mut j = i;
+    loop {
+        let Some(p) = tree.nodes[j].parent else {
+            return Ok(j);
+        };
+        let parent = &tree.nodes[p];
+        match &parent.snap.plan {
+            Some(Ok(plan)) if plan.row(&tree.nodes[j].name).is_none() => {
+                return Err(format!(
+                    "{} is not listed in {}/DECOMPOSITION.md (an orphan, kept for its work): add it to the plan, or drive it alone with `orchestrate --task {}`",
+                    tree.nodes[j].rel, parent.rel, tree.nodes[i].rel
+                ));
+            }
+            Some(Err(_)) => {
+                return Err(format!(
+                    "{}/DECOMPOSITION.md is invalid; fix it first",
+                    parent.rel
+                ));
+            }
+            _ => {}
+        }
+        if parent.state().is_terminal() {
+            if parent.snap.plan.is_none() {
+                return Ok(j);
+            }
+            return Err(format!(
+                "its parent {} is {}, so its waves do not run it{}",
+                parent.rel,
+                parent.state().word(),
+                if parent.state() == State::HumanIntervention {
+                    " (a sub-task it depends on did not pass)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        j = p;
+    }
+}
+
+/// `continue` found nothing that can go on: report every task, say why each unfinished one is
+/// not driven, and exit 0 only when every task is complete.
 fn nothing_to_do(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> u8 {
     let tree = TaskTree::load(&ctx.project, config);
     if tree.nodes.is_empty() {
-        println!("No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`.");
+        println!("No tasks yet. Start one with:\n  {prefix} orchestrate \"describe the task\"");
+        println!("{}", Summary::default().line());
+        println!("ORCHESTRATION_COMPLETE");
         return exit::OK;
     }
     print!("{}", render_report(&tree, prefix, true, false));
-    if tree
-        .nodes
-        .iter()
-        .any(|n| n.state() == State::HumanIntervention)
-    {
-        println!(
-            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above"
-        );
-        exit::NEEDS_HUMAN
-    } else {
-        println!("ORCHESTRATION_COMPLETE");
-        exit::OK
+    let stuck: Vec<String> = (0..tree.nodes.len())
+        .filter(|i| !tree.nodes[*i].state().is_terminal())
+        .filter_map(|i| unit_of(&tree, i).err().map(|why| (i, why)))
+        .map(|(i, why)| {
+            let n = &tree.nodes[i];
+            format!("- {} ({}) is not driven: {why}", n.rel, n.state().word())
+        })
+        .collect();
+    if !stuck.is_empty() {
+        println!("\nNot driven by `continue`:\n{}", stuck.join("\n"));
     }
+    let summary = Summary::of(&tree, 0..tree.nodes.len());
+    println!("\n{}", summary.line());
+    if summary.all_complete() {
+        println!("ORCHESTRATION_COMPLETE");
+        return exit::OK;
+    }
+    println!(
+        "⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above"
+    );
+    exit::NEEDS_HUMAN
 }
 
-/// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
-/// tasks of failed verdicts (idempotently).
-fn manual(ctx: &Ctx, config: &PhaseConfig, prefix: &str) -> anyhow::Result<u8> {
+/// Manual mode: report every task with `Auto-Execute: NO` and the command that runs its next
+/// phase (`--step`), create the fix/review/tiebreak tasks of failed verdicts (idempotently),
+/// and, from a description, create the task and report it. Exit 0 only when every task asked
+/// about is complete: 19 when one needs a person's decision, 21 when steps remain to run.
+fn manual(
+    ctx: &Ctx,
+    args: &OrchestrateArgs,
+    config: &PhaseConfig,
+    prefix: &str,
+) -> anyhow::Result<u8> {
     // Creating tasks writes into the project: not while an autopilot drives it.
     let _lock = lock::acquire(&ctx.project)
         .map_err(|e| exit::Failure::new(e.exit_code(), e.to_string()))?;
+    let existed = args
+        .description
+        .as_deref()
+        .map(|d| ctx.project.join("tasks").join(names::kebab(d)).exists());
+    let named = named_task(ctx, args, prefix)?;
     let tree = TaskTree::load(&ctx.project, config);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
-    print!("{}", render_report(&tree, prefix, false, true));
     let new: Vec<&str> = created
         .iter()
         .filter(|(_, now)| *now)
         .map(|(f, _)| f.path.as_str())
         .collect();
+    // Read again so that the report shows the tasks just created, with their states.
+    let tree = if new.is_empty() {
+        tree
+    } else {
+        TaskTree::load(&ctx.project, config)
+    };
+    print!("{}", render_report(&tree, prefix, false, true));
     if !new.is_empty() {
         let _ = crate::detect::invalidate_cache(&ctx.project);
         println!("\nCreated {} task(s): {}", new.len(), new.join(", "));
     }
+    if let Some(rel) = &named
+        && existed == Some(false)
+    {
+        println!(
+            "\nCreated {rel}. Autopilot is disabled, so nothing ran: run its phases one at a time with\n  {prefix} orchestrate --task {rel} --step\n(or set `- **Autopilot**: Enabled` in .automaton/.agent.md)"
+        );
+    }
+    let scope: Vec<usize> = (0..tree.nodes.len())
+        .filter(|i| match &named {
+            Some(rel) => {
+                let r = &tree.nodes[*i].rel;
+                r == rel || r.starts_with(&format!("{rel}/"))
+            }
+            None => true,
+        })
+        .collect();
+    let summary = Summary::of(&tree, scope.iter().copied());
+    println!("\n{}", summary.line());
     println!("ORCHESTRATION_COMPLETE");
-    Ok(exit::OK)
+    Ok(if summary.all_complete() {
+        exit::OK
+    } else if summary.waiting > 0 {
+        exit::NEEDS_HUMAN
+    } else {
+        exit::WAITING
+    })
 }

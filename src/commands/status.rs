@@ -4,7 +4,7 @@ use super::Ctx;
 use crate::cli::StatusArgs;
 use crate::report::{
     STATUS_FORMAT_VERSION, StatusDoc, TaskView, phase_config, print_warnings, render_report,
-    task_view,
+    task_view_mode,
 };
 use crate::settings::Settings;
 use crate::task::TaskTree;
@@ -15,6 +15,9 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
     print_warnings(&tree.warnings);
     let prefix = ctx.command_prefix();
+    // Auto-Execute says what `orchestrate` would do: run the next steps (Autopilot: Enabled),
+    // or leave them to a person, one `--step` at a time (Disabled).
+    let autopilot = settings.bool("agent.autopilot");
     if args.json {
         let warnings: Vec<String> = settings
             .warnings
@@ -23,7 +26,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
             .cloned()
             .collect();
         let tasks: Vec<TaskView> = (0..tree.nodes.len())
-            .map(|i| task_view(&tree, i, &prefix))
+            .map(|i| task_view_mode(&tree, i, &prefix, !autopilot))
             .collect();
         let doc = StatusDoc {
             version: STATUS_FORMAT_VERSION,
@@ -33,7 +36,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
         };
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{}", render_report(&tree, &prefix, false, false));
+        print!("{}", render_report(&tree, &prefix, autopilot, false));
     }
     Ok(crate::exit::OK)
 }

@@ -119,12 +119,19 @@ fn status_label(tree: &TaskTree, i: usize) -> String {
     }
 }
 
-/// Build the view of task `i`.
+/// Build the view of task `i`, with the autopilot's command (`orchestrate --task T`).
 pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
+    task_view_mode(tree, i, prefix, false)
+}
+
+/// Build the view of task `i`; `step`: manual mode, whose command runs one phase
+/// (`orchestrate --task T --step`).
+pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> TaskView {
     let node = &tree.nodes[i];
     let d = &node.decision;
     let state = node.state();
-    let run = format!("{prefix} orchestrate --task {}", node.rel);
+    let step_flag = if step { " --step" } else { "" };
+    let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
     let waiting = state == State::Next(Phase::Decomposition) && node.snap.plan.is_some();
     let blocked_by = node.parent.and_then(|p| {
         tree.nodes[p]
@@ -290,8 +297,9 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         if auto_execute { "YES" } else { "NO" }
     );
     match &v.command {
+        // On a line of its own, with nothing around it, so that it can be copied as it is.
         Some(c) => {
-            let _ = writeln!(out, "- **Command**:\n  > \"{c}\"");
+            let _ = writeln!(out, "- **Command**:\n  {c}");
         }
         None => {
             let _ = writeln!(out, "- **Command**: none");
@@ -363,6 +371,67 @@ pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut Str
     }
 }
 
+/// How the tasks a run was asked about stand, for the line every run ends with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub complete: usize,
+    /// human_intervention: a person must decide.
+    pub waiting: usize,
+    /// Not terminal and no phase has written an artifact yet.
+    pub not_started: usize,
+    /// Not terminal, with work done.
+    pub in_progress: usize,
+}
+
+impl Summary {
+    /// Count the tasks `indices` of `tree`.
+    pub fn of(tree: &TaskTree, indices: impl IntoIterator<Item = usize>) -> Summary {
+        let mut s = Summary::default();
+        for i in indices {
+            let n = &tree.nodes[i];
+            match n.state() {
+                State::Complete => s.complete += 1,
+                State::HumanIntervention => s.waiting += 1,
+                _ if n.snap.artifacts.is_empty() => s.not_started += 1,
+                _ => s.in_progress += 1,
+            }
+        }
+        s
+    }
+
+    pub fn all_complete(&self) -> bool {
+        self.waiting + self.not_started + self.in_progress == 0
+    }
+
+    /// `Summary: 2 complete, 1 waiting for a person, 0 not started` (`, 1 in progress` when
+    /// there is such a task).
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "Summary: {} complete, {} waiting for a person, {} not started",
+            self.complete, self.waiting, self.not_started
+        );
+        if self.in_progress > 0 {
+            s.push_str(&format!(", {} in progress", self.in_progress));
+        }
+        s
+    }
+}
+
+/// Whether task `i` is, or is under, a sub-task its parent's DECOMPOSITION.md no longer lists
+/// (an orphan: kept for its work, driven by nothing).
+pub fn is_orphan(tree: &TaskTree, i: usize) -> bool {
+    let mut j = i;
+    while let Some(p) = tree.nodes[j].parent {
+        if let Some(Ok(plan)) = &tree.nodes[p].snap.plan
+            && plan.row(&tree.nodes[j].name).is_none()
+        {
+            return true;
+        }
+        j = p;
+    }
+    false
+}
+
 /// Print the warnings of a walk, one line each, on stderr.
 pub fn print_warnings(warnings: &[String]) {
     for w in warnings {
@@ -381,14 +450,14 @@ pub fn render_report(
     if tree.nodes.is_empty() {
         let _ = writeln!(
             out,
-            "No tasks yet. Create one with:\n  > \"{prefix} orchestrate \\\"describe the task\\\"\""
+            "No tasks yet. Create one with:\n  {prefix} orchestrate \"describe the task\""
         );
     }
     for i in 0..tree.nodes.len() {
         if i > 0 {
             out.push('\n');
         }
-        let v = task_view(tree, i, prefix);
+        let v = task_view_mode(tree, i, prefix, !auto_execute);
         render_task(&v, auto_execute, &mut out);
         render_fix_tasks(&v, fixes_created, prefix, &mut out);
     }

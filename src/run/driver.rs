@@ -119,6 +119,12 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             iterations,
             max_iterations: run.limits.iterations,
             cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
+            step: run.step,
+            unplanned: node.snap.plan.is_none()
+                && node
+                    .children
+                    .iter()
+                    .any(|c| !tree.nodes[*c].state().is_terminal()),
             now: Instant::now(),
             deadline: run.deadline,
         });
@@ -193,6 +199,22 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                 );
                 return stop_task(run, rel, &dir, StopKind::IterationCap, reason);
             }
+            Action::StepDone(phase) => {
+                run.progress.event(
+                    "step_done",
+                    json!({"task": rel, "next": phase.word()}),
+                    || format!("■ {rel}: one step done; {} is next", phase.word()),
+                );
+                return Ok(Outcome::Stepped {
+                    task: rel.to_string(),
+                });
+            }
+            Action::StepSubtask => return step_subtask(run, rel, &dir, &tree),
+            Action::RunChildren => {
+                if let Some(stop) = run_children(run, &tree)? {
+                    return Ok(stop);
+                }
+            }
             Action::RunPhase(phase) => {
                 iterations += 1;
                 match one_phase(run, rel, &dir, phase)? {
@@ -202,6 +224,67 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             }
         }
     }
+}
+
+/// `--step` on a task whose sub-tasks run next: make the planned folders, then run one phase
+/// of the first sub-task that may run (by wave, then name; hand-made ones by name).
+fn step_subtask(run: &Run<'_>, rel: &str, dir: &Path, tree: &TaskTree) -> anyhow::Result<Outcome> {
+    let Some(node) = tree.nodes.first() else {
+        anyhow::bail!("task folder {rel} disappeared");
+    };
+    let next = match &node.snap.plan {
+        Some(Ok(plan)) => {
+            sync_subtasks(run, rel, dir, plan, &node.decision)?;
+            let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+            ready_rows(run, rel, plan, &tree, &[])
+                .first()
+                .map(|name| format!("{rel}/subtasks/{name}"))
+        }
+        _ => node
+            .children
+            .iter()
+            .map(|c| &tree.nodes[*c])
+            .find(|c| !c.state().is_terminal())
+            .map(|c| c.rel.clone()),
+    };
+    let Some(child) = next else {
+        let reason = format!("no sub-task of {rel} can run now (each waits on another)");
+        return Ok(stopped(StopKind::NeedsHuman, reason));
+    };
+    Ok(match drive(run, &child, false)? {
+        // The parent goes on after this sub-task: the step is done either way.
+        Outcome::Complete => Outcome::Stepped { task: child },
+        other => other,
+    })
+}
+
+/// Drive the non-terminal sub-tasks made by hand (a task without DECOMPOSITION.md), one after
+/// another. Returns a stop when one needs a human or the run must end.
+fn run_children(run: &Run<'_>, tree: &TaskTree) -> anyhow::Result<Option<Outcome>> {
+    let Some(node) = tree.nodes.first() else {
+        return Ok(None);
+    };
+    for c in &node.children {
+        let child = &tree.nodes[*c];
+        if child.state().is_terminal() {
+            continue;
+        }
+        run.progress.event(
+            "subtask_started",
+            json!({"task": child.rel, "parent": node.rel, "wave": null}),
+            || {
+                format!(
+                    "▶ {}: sub-task started (made by hand, not in a plan)",
+                    child.rel
+                )
+            },
+        );
+        match drive(run, &child.rel, false)? {
+            Outcome::Complete => {}
+            other => return Ok(Some(other)),
+        }
+    }
+    Ok(None)
 }
 
 /// Run one phase and judge what it left: `Ok(tree)` (the folder as read after the phase)
@@ -332,6 +415,44 @@ fn usage_note(rep: &super::adapter::PhaseReport) -> String {
     s
 }
 
+/// The sub-tasks of a plan that may start now, wave by wave: not terminal, not running, not
+/// blocked, every dependency terminal, and no `Files` overlap with one running.
+fn ready_rows(
+    _run: &Run<'_>,
+    parent_rel: &str,
+    plan: &Plan,
+    tree: &TaskTree,
+    running: &[String],
+) -> Vec<String> {
+    let state_of = |name: &str| {
+        tree.find(&format!("{parent_rel}/subtasks/{name}"))
+            .map(|i| tree.nodes[i].state())
+    };
+    let blocked = tree
+        .nodes
+        .first()
+        .map(|n| n.decision.blocked.clone())
+        .unwrap_or_default();
+    let mut rows: Vec<_> = plan.rows.iter().collect();
+    rows.sort_by_key(|r| r.wave);
+    rows.into_iter()
+        .filter(|row| {
+            !running.contains(&row.name)
+                && state_of(&row.name).is_some_and(|s| !s.is_terminal())
+                && !blocked.iter().any(|(b, _)| *b == row.name)
+                && row
+                    .depends_on
+                    .iter()
+                    .all(|d| state_of(d).is_some_and(State::is_terminal))
+                && !running.iter().any(|r| {
+                    plan.row(r)
+                        .is_some_and(|other| files_overlap(&row.files, &other.files))
+                })
+        })
+        .map(|row| row.name.clone())
+        .collect()
+}
+
 /// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
 /// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
 /// dependents. Returns a stop only when the whole run must end (Ctrl-C, total time cap).
@@ -345,33 +466,16 @@ fn run_waves(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> anyhow::Result<Opt
                 run_stop.is_some() || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
             if !stopping {
                 let tree = TaskTree::load_task(&run.settings.project, parent_rel, &run.config);
-                let state_of = |name: &str| {
-                    tree.find(&format!("{parent_rel}/subtasks/{name}"))
-                        .map(|i| tree.nodes[i].state())
-                };
-                let blocked = tree
-                    .nodes
-                    .first()
-                    .map(|n| n.decision.blocked.clone())
-                    .unwrap_or_default();
-                let mut rows: Vec<_> = plan.rows.iter().collect();
-                rows.sort_by_key(|r| r.wave);
-                for row in rows {
+                for name in ready_rows(run, parent_rel, plan, &tree, &running) {
                     if running.len() >= run.limits.jobs {
                         break;
                     }
-                    let ready = !running.contains(&row.name)
-                        && state_of(&row.name).is_some_and(|s| !s.is_terminal())
-                        && !blocked.iter().any(|(b, _)| *b == row.name)
-                        && row
-                            .depends_on
-                            .iter()
-                            .all(|d| state_of(d).is_some_and(State::is_terminal))
-                        && !running.iter().any(|r| {
-                            plan.row(r)
-                                .is_some_and(|other| files_overlap(&row.files, &other.files))
-                        });
-                    if !ready {
+                    let Some(row) = plan.row(&name) else { continue };
+                    // Two ready rows may overlap each other: check against those started now.
+                    if running.iter().any(|r| {
+                        plan.row(r)
+                            .is_some_and(|other| files_overlap(&row.files, &other.files))
+                    }) {
                         continue;
                     }
                     running.push(row.name.clone());

@@ -46,6 +46,8 @@ pub struct Run<'a> {
     pub max_peak: u64,
     /// Agents running at once, across every level of sub-tasks, at most `jobs`.
     pub slots: Slots,
+    /// `--step`: run exactly one phase, whatever the Autopilot setting.
+    pub step: bool,
 }
 
 /// A counting semaphore: the number of agent processes running at once.
@@ -125,5 +127,12 @@ pub fn end_of(end: &AgentEnd) -> crate::decide::End {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Complete,
-    Stopped { kind: StopKind, reason: String },
+    Stopped {
+        kind: StopKind,
+        reason: String,
+    },
+    /// `--step`: one phase ran and the task goes on; `task` is the one whose phase ran.
+    Stepped {
+        task: String,
+    },
 }
