@@ -145,6 +145,10 @@ pub struct OrchestrateArgs {
     /// setting: the command manual mode prints, to walk a task through by hand
     #[arg(long, conflicts_with = "manual")]
     pub step: bool,
+    /// Move the task's VERDICT.md to logs/VERDICT-<n>.md and drive it again, so that its
+    /// referee judges it anew (once its fix tasks are complete)
+    #[arg(long, requires = "task")]
+    pub referee_again: bool,
     /// Phases a task may run in this invocation before a human must look [default: 10]
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,

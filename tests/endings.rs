@@ -313,3 +313,108 @@ fn step_walks_a_task_one_phase_per_call() {
     }
     assert_eq!(p.read("tasks/walk/.state"), "complete\n");
 }
+
+// ---- 6. fix-task bookkeeping ----
+
+#[test]
+fn fix_tasks_are_tracked_and_lead_back_to_the_referee() {
+    let p = Project::new();
+    p.write("tasks/auth/SPEC.md", "the spec")
+        .write("tasks/auth/IMPLEMENTATION.md", "code")
+        .write("tasks/auth/BUG_REPORT.md", "bugs")
+        .write("tasks/auth/ADVERSARIAL_BUG_REPORT.md", "more bugs")
+        .write("tasks/auth/DOC_REVIEW.md", "docs")
+        .write(
+            "tasks/auth/VERDICT.md",
+            "Verdict: FAIL\n\n## Findings\n- token-leak: tokens in logs\n",
+        );
+    // Before manual mode: listed as one to create.
+    p.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "**Tasks manual mode creates from tasks/auth**",
+        ));
+    p.cmd().args(["orchestrate", "--manual"]).assert().code(19);
+    // Once it exists it is never listed as one to create; the original lists it with its state.
+    p.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Tasks manual mode creates").not())
+        .stdout(predicate::str::contains(
+            "**Auto-created tasks from tasks/auth**:\n- **tasks/auth-fix-token-leak** — Status: Bug Find (state `bug_find`) — Command: automaton orchestrate --task tasks/auth-fix-token-leak\n",
+        ))
+        // The original's next command runs its fix task.
+        .stdout(predicate::str::contains(
+            "- **Command**:\n  automaton orchestrate --task tasks/auth-fix-token-leak\n",
+        ));
+    p.orchestrate()
+        .args(["--task", "tasks/auth-fix-token-leak"])
+        .assert()
+        .code(0);
+    // After the fix completed: manual mode and status show it complete, never "Bug Find".
+    p.cmd()
+        .args(["orchestrate", "--manual"])
+        .assert()
+        .code(19)
+        .stdout(predicate::str::contains(
+            "- **tasks/auth-fix-token-leak** — Status: Complete (state `complete`) — Command: none",
+        ))
+        .stdout(predicate::str::contains("Status: Bug Find").not())
+        .stdout(predicate::str::contains("Created").not());
+    p.cmd()
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "All fix tasks of tasks/auth are complete: run its referee again with\n  automaton orchestrate --task tasks/auth --referee-again\n",
+        ))
+        .stdout(predicate::str::contains("Tasks manual mode creates").not());
+    let doc = p.status_json();
+    let auth = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"] == "tasks/auth")
+        .unwrap();
+    assert_eq!(auth["fix_tasks"][0]["state"], "complete");
+    assert_eq!(
+        auth["command"],
+        "automaton orchestrate --task tasks/auth --referee-again"
+    );
+    // That command runs the referee again, keeping the old verdict in logs/.
+    p.orchestrate()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .args(["--task", "tasks/auth", "--referee-again"])
+        .assert()
+        .code(0);
+    assert_eq!(
+        p.agent_runs(),
+        vec![("tasks/auth".to_string(), "referee".to_string())]
+    );
+    assert!(p.read("tasks/auth/logs/VERDICT-1.md").contains("FAIL"));
+    assert_eq!(p.read("tasks/auth/.state"), "complete\n");
+}
+
+#[test]
+fn a_failing_verify_is_not_called_an_agent() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Verify command**: false\n",
+    );
+    p.cmd()
+        .args(["task", "create", "v", "--at", "implement"])
+        .assert()
+        .success();
+    p.orchestrate()
+        .args(["--task", "tasks/v"])
+        .assert()
+        .code(17)
+        .stdout(predicate::str::contains(
+            "verify command `false` failed (exited with status 1); see tasks/v/logs/verify-1.log",
+        ))
+        .stdout(predicate::str::contains("agent exited").not());
+}

@@ -124,6 +124,9 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> anyhow::Result<
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
         return Ok(nothing_to_do(ctx, &config, &prefix));
     };
+    if args.referee_again {
+        archive_verdict(ctx, &rel, &progress)?;
+    }
     // The command line may carry a key (`--openai-api-key ...`): never print it.
     let shown = crate::settings::value::redact(&agent_command);
     progress.event(
@@ -282,6 +285,36 @@ fn check_agent_program(
         ),
     )
     .into())
+}
+
+/// `--referee-again`: move VERDICT.md aside (to `logs/VERDICT-<n>.md`, nothing is lost), so
+/// that the task's referee runs again.
+fn archive_verdict(ctx: &Ctx, rel: &str, progress: &Progress) -> anyhow::Result<()> {
+    let dir = ctx.project.join(rel);
+    let verdict = dir.join("VERDICT.md");
+    if !verdict.is_file() {
+        anyhow::bail!(
+            "{rel} has no VERDICT.md: its referee has not run, so there is nothing to run again"
+        );
+    }
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let n = (1..)
+        .find(|n| !logs.join(format!("VERDICT-{n}.md")).exists())
+        .unwrap_or(1);
+    let kept = logs.join(format!("VERDICT-{n}.md"));
+    std::fs::rename(&verdict, &kept)?;
+    crate::store::task_files::clear_stop(&dir)?;
+    progress.event(
+        "verdict_archived",
+        json!({"task": rel, "kept": kept}),
+        || {
+            format!(
+                "↻ {rel}: VERDICT.md moved to {rel}/logs/VERDICT-{n}.md; its referee runs again"
+            )
+        },
+    );
+    Ok(())
 }
 
 /// The task to drive: a new one from a description, `--task`, or the most advanced one.
@@ -458,6 +491,11 @@ fn manual(
         .as_deref()
         .map(|d| ctx.project.join("tasks").join(names::kebab(d)).exists());
     let named = named_task(ctx, args, prefix)?;
+    if args.referee_again
+        && let Some(rel) = &named
+    {
+        archive_verdict(ctx, rel, &Progress::new(false, false, |_| false))?;
+    }
     let tree = TaskTree::load(&ctx.project, config);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;

@@ -54,6 +54,9 @@ pub struct TaskView {
     pub subtasks: Option<SubtaskSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fix_tasks: Vec<FixTask>,
+    /// Manual mode: commands run one phase (`--step`).
+    #[serde(skip)]
+    pub step: bool,
     /// Totals of the task's run journal (absent before its first phase run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -148,8 +151,13 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         _ if blocked_by.is_some() => ("blocked".to_string(), None),
         State::HumanIntervention => (
             "human".to_string(),
-            Some(if !fix_tasks.is_empty() {
+            Some(if fix_tasks.iter().any(|f| f.state.is_none()) {
                 format!("{prefix} orchestrate --manual")
+            } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
+                // The fix tasks come first; the one to run next.
+                format!("{prefix} orchestrate --task {}{step_flag}", f.path)
+            } else if !fix_tasks.is_empty() {
+                referee_again(prefix, &node.rel, step)
             } else {
                 run
             }),
@@ -219,7 +227,25 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         blocked_by,
         subtasks,
         fix_tasks,
+        step,
         usage: journal::usage(&node.dir),
+    }
+}
+
+/// The command that runs a task's referee again once its fix tasks are done.
+pub fn referee_again(prefix: &str, rel: &str, step: bool) -> String {
+    let step_flag = if step { " --step" } else { "" };
+    format!("{prefix} orchestrate --task {rel} --referee-again{step_flag}")
+}
+
+/// `Complete`, `Human Intervention`, `Bug Find`... for a state word.
+fn state_title(word: &str) -> &'static str {
+    match State::parse(word) {
+        Some(State::Complete) => "Complete",
+        Some(State::HumanIntervention) => "Human Intervention",
+        Some(State::Next(Phase::Research)) => "New",
+        Some(State::Next(p)) => p.title(),
+        None => "Unknown",
     }
 }
 
@@ -348,25 +374,49 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     }
 }
 
-/// The fix-task list under a task (`created` = manual mode made them now or before).
+/// The fix tasks of a task: those that exist, with their states and commands, then (in
+/// `status`) those manual mode would create; once every one is complete, the command that runs
+/// the original task's referee again. `created`: manual mode has just made the missing ones.
 pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut String) {
     if v.fix_tasks.is_empty() {
         return;
     }
-    if created {
+    let step_flag = if v.step { " --step" } else { "" };
+    let existing: Vec<&FixTask> = v.fix_tasks.iter().filter(|f| f.state.is_some()).collect();
+    let planned: Vec<&FixTask> = v.fix_tasks.iter().filter(|f| f.state.is_none()).collect();
+    if !existing.is_empty() {
         let _ = writeln!(out, "\n**Auto-created tasks from {}**:", v.path);
-    } else {
+        for f in &existing {
+            let word = f.state.unwrap_or("new");
+            let command = if word == "complete" {
+                "none".to_string()
+            } else {
+                format!("{prefix} orchestrate --task {}{step_flag}", f.path)
+            };
+            let _ = writeln!(
+                out,
+                "- **{}** — Status: {} (state `{word}`) — Command: {command}",
+                f.path,
+                state_title(word)
+            );
+        }
+    }
+    if !planned.is_empty() && !created {
         let _ = writeln!(
             out,
             "\n**Tasks manual mode creates from {}** (`{prefix} orchestrate --manual`):",
             v.path
         );
+        for f in &planned {
+            let _ = writeln!(out, "- **{}** — starts at Bug Find — {}", f.path, f.item);
+        }
     }
-    for f in &v.fix_tasks {
+    if planned.is_empty() && existing.iter().all(|f| f.state == Some("complete")) {
         let _ = writeln!(
             out,
-            "- **{}** — Status: Bug Find — Command: > \"{prefix} orchestrate --task {}\"",
-            f.path, f.path
+            "All fix tasks of {} are complete: run its referee again with\n  {}",
+            v.path,
+            referee_again(prefix, &v.path, v.step)
         );
     }
 }

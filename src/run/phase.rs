@@ -260,7 +260,8 @@ pub fn run_verify(
             StopKind::VerifyFailed,
             format!(
                 "verify command `{command}` failed ({}); see {rel_log}",
-                outcome.end.describe()
+                // It is the verify command that exited, not the agent.
+                outcome.end.describe().replacen("agent ", "", 1)
             ),
         )),
         other => Some(super::stop_for(other).map_or(
