@@ -105,6 +105,10 @@ pub struct Facts {
     /// Sub-task folders made by hand (no DECOMPOSITION.md in this task) that are not terminal:
     /// they run before the task's own next phase.
     pub unplanned: bool,
+    /// The plan has a sub-task whose estimate exceeds the max peak context, none of its
+    /// sub-tasks has started, and it was not sent back before: the decomposition phase runs
+    /// once more with the over-budget rows in its prompt (seed 000).
+    pub replan: bool,
     /// The clock, and the run's total-time deadline.
     pub now: Instant,
     pub deadline: Instant,
@@ -133,6 +137,8 @@ pub enum Action {
     StepSubtask,
     /// Drive the sub-tasks made by hand (no plan), one after another, before this task.
     RunChildren,
+    /// Send the plan back to the decomposition phase, once, with the over-budget rows.
+    Replan,
 }
 
 /// Decide the next action. The run's own stops come first (a cancelled or timed-out run acts
@@ -149,6 +155,13 @@ pub fn next_action(f: &Facts) -> Action {
         State::Complete => Action::Complete,
         State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
         State::Next(phase) if f.step && f.iterations >= 1 => Action::StepDone(phase),
+        State::Next(Phase::Decomposition) if f.has_plan && f.replan => {
+            if f.iterations >= f.max_iterations {
+                Action::IterationCap(Phase::Decomposition)
+            } else {
+                Action::Replan
+            }
+        }
         State::Next(phase) if (phase == Phase::Decomposition && f.has_plan) || f.unplanned => {
             if f.step {
                 Action::StepSubtask
@@ -289,6 +302,12 @@ mod tests {
             })
         } else if f.step && f.iterations > 0 {
             Action::StepDone(f.state.next_phase().expect("non-terminal"))
+        } else if f.state == State::Next(Phase::Decomposition) && f.has_plan && f.replan {
+            if capped {
+                Action::IterationCap(Phase::Decomposition)
+            } else {
+                Action::Replan
+            }
         } else if f.step
             && ((f.state == State::Next(Phase::Decomposition) && f.has_plan) || f.unplanned)
         {
@@ -313,7 +332,7 @@ mod tests {
                 for has_plan in [false, true] {
                     for verify in VERIFY {
                         for (iterations, max_iterations) in [(0, 10), (9, 10), (10, 10), (0, 0)] {
-                            for (cancelled, late, step, unplanned) in flags4() {
+                            for (cancelled, late, step, unplanned, replan) in flags5() {
                                 let f = Facts {
                                     state,
                                     cause,
@@ -324,6 +343,7 @@ mod tests {
                                     cancelled,
                                     step,
                                     unplanned,
+                                    replan,
                                     now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
                                     deadline: t0 + Duration::from_secs(10),
                                 };
@@ -335,12 +355,12 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 16);
+        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 32);
     }
 
-    /// Every combination of (cancelled, late, step, unplanned).
-    fn flags4() -> impl Iterator<Item = (bool, bool, bool, bool)> {
-        (0..16u8).map(|b| (b & 1 != 0, b & 2 != 0, b & 4 != 0, b & 8 != 0))
+    /// Every combination of (cancelled, late, step, unplanned, replan).
+    fn flags5() -> impl Iterator<Item = (bool, bool, bool, bool, bool)> {
+        (0..32u8).map(|b| (b & 1 != 0, b & 2 != 0, b & 4 != 0, b & 8 != 0, b & 16 != 0))
     }
 
     fn facts(end: End, artifact: ArtifactCheck) -> PhaseFacts<'static> {

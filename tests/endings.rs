@@ -418,3 +418,165 @@ fn a_failing_verify_is_not_called_an_agent() {
         ))
         .stdout(predicate::str::contains("agent exited").not());
 }
+
+// ---- 8. the seeds' wave and budget rules ----
+
+const NO_DESIGN: &str = "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n";
+
+/// (task, phase, start ns, end ns) as tests/agents/agent.sh records them.
+fn recs(p: &Project) -> Vec<(String, String, u128, u128)> {
+    std::fs::read_to_string(p.join("agent.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].to_string(),
+                f[1].to_string(),
+                f[2].parse().unwrap(),
+                f[3].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn span(r: &[(String, String, u128, u128)], task: &str) -> (u128, u128) {
+    let mine: Vec<_> = r.iter().filter(|x| x.0 == task).collect();
+    assert!(!mine.is_empty(), "{task} never ran: {r:?}");
+    (
+        mine.iter().map(|x| x.2).min().unwrap(),
+        mine.iter().map(|x| x.3).max().unwrap(),
+    )
+}
+
+fn wave_run(p: &Project) -> std::process::Output {
+    // a (wave 1) is slow; c (wave 2) depends only on b (wave 1), which is fast.
+    let plan = "| Sub-task | Wave | Depends on | Estimated peak context |\n|---|---|---|---|\n\
+                | a | 1 | - | 4k |\n| b | 1 | - | 4k |\n| c | 2 | b | 4k |\n";
+    p.orchestrate()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("AGENT_DECOMPOSITION", plan)
+        .env("AGENT_SLEEP", "0.4")
+        .env("AGENT_BEHAVIOR", "p:research=decompose a:*=slow")
+        .arg("p")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn strict_wave_barrier_waits_for_all_of_wave_one() {
+    let p = Project::new();
+    p.write(".automaton/config.md", NO_DESIGN);
+    let out = wave_run(&p);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r = recs(&p);
+    let a = span(&r, "tasks/p/subtasks/a");
+    let c = span(&r, "tasks/p/subtasks/c");
+    assert!(
+        c.0 >= a.1,
+        "wave 2 started before wave 1 ended: a {a:?} c {c:?}"
+    );
+    // The detection results are reported at decomposition, and kept in the parent's log.
+    let err = String::from_utf8_lossy(&out.stderr);
+    let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+    assert!(all.contains("tasks/p: VRAM Detection Results:"), "{all}");
+    assert!(
+        p.read("tasks/p/logs/vram-detection.log")
+            .contains("VRAM Detection Results:")
+    );
+
+    // `dependencies` is the old rule: c goes as soon as b is done, while a still runs.
+    let q = Project::new();
+    q.write(
+        ".automaton/config.md",
+        format!("{NO_DESIGN}\n## Waves\n- **Wave barrier**: dependencies\n"),
+    );
+    let out = wave_run(&q);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let r = recs(&q);
+    let (a, b, c) = (
+        span(&r, "tasks/p/subtasks/a"),
+        span(&r, "tasks/p/subtasks/b"),
+        span(&r, "tasks/p/subtasks/c"),
+    );
+    assert!(c.0 >= b.1, "c started before its dependency b ended");
+    assert!(c.0 < a.1, "c waited for a: a {a:?} c {c:?}");
+}
+
+/// An agent whose research writes a plan with one row over an 8k budget; the decomposition
+/// phase splits it (or, with SAME=1, writes the same plan again).
+const BUDGET_AGENT: &str = r#"set -u
+cat > /dev/null
+echo "$AUTOMATON_TASK $AUTOMATON_PHASE" >> "$AUTOMATON_PROJECT/runs.log"
+head='| Sub-task | Wave | Depends on | Estimated peak context |
+|---|---|---|---|'
+case "$AUTOMATON_TASK:$AUTOMATON_PHASE" in
+  tasks/p:research)
+    printf '%s\n| big | 1 | - | 20k |\n| small | 1 | - | 4k |\n' "$head" > "$AUTOMATON_TASK_DIR/DECOMPOSITION.md"
+    echo spec > "$AUTOMATON_ARTIFACT" ;;
+  tasks/p:decomposition)
+    if [ "${SAME:-0}" = 1 ]; then
+      printf '%s\n| big | 1 | - | 20k |\n| small | 1 | - | 4k |\n' "$head" > "$AUTOMATON_ARTIFACT"
+    else
+      printf '%s\n| big-1 | 1 | - | 6k |\n| big-2 | 1 | - | 6k |\n| small | 1 | - | 4k |\n' "$head" > "$AUTOMATON_ARTIFACT"
+    fi ;;
+  *:referee) echo "Verdict: PASS" > "$AUTOMATON_ARTIFACT" ;;
+  *) echo done > "$AUTOMATON_ARTIFACT" ;;
+esac
+"#;
+
+fn budget_project() -> Project {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        format!(
+            "{NO_DESIGN}\n## VRAM Configuration\n- **Auto-detect**: No\n- **Max peak context per sub-task**: 8k tokens\n"
+        ),
+    );
+    p.write("budget-agent.sh", BUDGET_AGENT);
+    p
+}
+
+fn decomposition_runs(p: &Project) -> usize {
+    p.read("runs.log")
+        .lines()
+        .filter(|l| *l == "tasks/p decomposition")
+        .count()
+}
+
+#[test]
+fn an_over_budget_plan_goes_back_to_decomposition_once() {
+    let p = budget_project();
+    p.orchestrate()
+        .args(["--agent", "sh budget-agent.sh", "p"])
+        .assert()
+        .code(0);
+    assert_eq!(decomposition_runs(&p), 1);
+    let prompt = p.read("tasks/p/logs/decomposition-1.prompt.md");
+    assert!(
+        prompt.contains("max peak context per sub-task is 8000 tokens"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("| big | 1 | 20000 tokens |"), "{prompt}");
+    assert!(!prompt.contains("| small |"), "{prompt}");
+    for s in ["big-1", "big-2", "small"] {
+        assert_eq!(
+            p.read(&format!("tasks/p/subtasks/{s}/.state")),
+            "complete\n"
+        );
+    }
+    assert!(!p.join("tasks/p/subtasks/big").exists());
+
+    // Sent back once only: a plan still over budget then stands, with its warning.
+    let q = budget_project();
+    q.orchestrate()
+        .env("SAME", "1")
+        .args(["--agent", "sh budget-agent.sh", "p"])
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(
+            "tasks/p/subtasks/big: estimated peak context 20k exceeds the max peak",
+        ));
+    assert_eq!(decomposition_runs(&q), 1);
+    assert_eq!(q.read("tasks/p/subtasks/big/.state"), "complete\n");
+}

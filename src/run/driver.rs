@@ -1,10 +1,10 @@
 //! The loop driver: determine the state, run the phase, validate the artifact, write `.state`,
 //! repeat — and for a decomposed task, drive its sub-tasks in dependency waves in parallel.
 
-use super::phase::{run_phase, run_verify};
+use super::phase::{run_phase_noted, run_verify};
 use super::subtasks::{files_overlap, sync_subtasks};
 use super::{Outcome, Run, StopKind};
-use crate::artifact::decomposition::Plan;
+use crate::artifact::decomposition::{Plan, SubtaskRow};
 use crate::decide::{Action, ArtifactCheck, Facts, PhaseFacts, Verify, judge_phase, next_action};
 use crate::fsx::write_atomic;
 use crate::state::{Artifact, Phase, State};
@@ -120,6 +120,12 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             max_iterations: run.limits.iterations,
             cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
             step: run.step,
+            replan: !over_budget(run, node).is_empty()
+                && !dir.join(REPLANNED_FILE).exists()
+                && node
+                    .children
+                    .iter()
+                    .all(|c| tree.nodes[*c].snap.artifacts.is_empty()),
             unplanned: node.snap.plan.is_none()
                 && node
                     .children
@@ -210,6 +216,22 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
                 });
             }
             Action::StepSubtask => return step_subtask(run, rel, &dir, &tree),
+            Action::Replan => {
+                let note = replan_note(run, &over_budget(run, node));
+                // Once: the mark is written first, so a run cut short does not send it back again.
+                write_atomic(&dir.join(REPLANNED_FILE), note.as_bytes())?;
+                run.progress.event(
+                    "plan_sent_back",
+                    json!({"task": rel, "max_peak": run.max_peak,
+                           "rows": over_budget(run, node).iter().map(|r| &r.name).collect::<Vec<_>>()}),
+                    || format!("↻ {rel}: sub-tasks over the context budget of {} tokens; the plan goes back to the decomposition phase once", run.max_peak),
+                );
+                iterations += 1;
+                match one_phase(run, rel, &dir, Phase::Decomposition, Some(&note))? {
+                    Ok(tree) => fresh = Some(tree),
+                    Err(stop) => return Ok(stop),
+                }
+            }
             Action::RunChildren => {
                 if let Some(stop) = run_children(run, &tree)? {
                     return Ok(stop);
@@ -217,13 +239,53 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> anyhow::Result<Outcome
             }
             Action::RunPhase(phase) => {
                 iterations += 1;
-                match one_phase(run, rel, &dir, phase)? {
+                match one_phase(run, rel, &dir, phase, None)? {
                     Ok(tree) => fresh = Some(tree),
                     Err(stop) => return Ok(stop),
                 }
             }
         }
     }
+}
+
+/// Marks (in the task folder) that the plan was sent back for its over-budget rows once.
+const REPLANNED_FILE: &str = "logs/plan-sent-back.md";
+
+/// The rows of a task's plan whose estimate exceeds the max peak context.
+fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n SubtaskRow> {
+    match &node.snap.plan {
+        Some(Ok(plan)) => plan
+            .rows
+            .iter()
+            .filter(|r| r.estimate.is_some_and(|e| e > run.max_peak))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What the decomposition phase is told when its plan comes back (seed 000, "VRAM-Aware
+/// Sub-Task Splitting").
+fn replan_note(run: &Run<'_>, rows: &[&SubtaskRow]) -> String {
+    let mut note = format!(
+        "## Sent back: sub-tasks over the context budget\n\n\
+         The max peak context per sub-task is {} tokens. These rows of DECOMPOSITION.md \
+         estimate more:\n\n| Sub-task | Wave | Estimated peak context |\n|---|---|---|\n",
+        run.max_peak
+    );
+    for r in rows {
+        note.push_str(&format!(
+            "| {} | {} | {} tokens |\n",
+            r.name,
+            r.wave,
+            r.estimate.unwrap_or(0)
+        ));
+    }
+    note.push_str(
+        "\nSplit each of them into smaller sub-tasks that fit the budget, in the same wave as \
+         the original, and rewrite DECOMPOSITION.md. This happens once: a row still over the \
+         budget after this phase only gets a warning.\n",
+    );
+    note
 }
 
 /// `--step` on a task whose sub-tasks run next: make the planned folders, then run one phase
@@ -294,8 +356,9 @@ fn one_phase(
     rel: &str,
     dir: &Path,
     phase: Phase,
+    note: Option<&str>,
 ) -> anyhow::Result<Result<TaskTree, Outcome>> {
-    let pr = run_phase(run, phase, rel, dir)?;
+    let pr = run_phase_noted(run, phase, rel, dir, note)?;
     let o = &pr.outcome;
     let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
     let end = o
@@ -418,7 +481,7 @@ fn usage_note(rep: &super::adapter::PhaseReport) -> String {
 /// The sub-tasks of a plan that may start now, wave by wave: not terminal, not running, not
 /// blocked, every dependency terminal, and no `Files` overlap with one running.
 fn ready_rows(
-    _run: &Run<'_>,
+    run: &Run<'_>,
     parent_rel: &str,
     plan: &Plan,
     tree: &TaskTree,
@@ -433,11 +496,23 @@ fn ready_rows(
         .first()
         .map(|n| n.decision.blocked.clone())
         .unwrap_or_default();
+    let is_blocked = |name: &str| blocked.iter().any(|(b, _)| b == name);
+    // Seed 001: no sub-task of a wave starts before every sub-task of the earlier waves is
+    // complete or blocked (`- **Wave barrier**: dependencies` only waits for its own).
+    let strict = run.settings.text("waves.barrier") != Some("dependencies");
+    let earlier_done =
+        |wave: u32| {
+            !strict
+                || plan.rows.iter().filter(|r| r.wave < wave).all(|r| {
+                    is_blocked(&r.name) || state_of(&r.name).is_some_and(State::is_terminal)
+                })
+        };
     let mut rows: Vec<_> = plan.rows.iter().collect();
     rows.sort_by_key(|r| r.wave);
     rows.into_iter()
         .filter(|row| {
-            !running.contains(&row.name)
+            earlier_done(row.wave)
+                && !running.contains(&row.name)
                 && state_of(&row.name).is_some_and(|s| !s.is_terminal())
                 && !blocked.iter().any(|(b, _)| *b == row.name)
                 && row

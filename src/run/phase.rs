@@ -109,12 +109,28 @@ pub fn run_phase(
     task_rel: &str,
     task_dir: &Path,
 ) -> anyhow::Result<PhaseRun> {
+    run_phase_noted(run, phase, task_rel, task_dir, None)
+}
+
+/// [`run_phase`] with a note appended to the prompt (why the phase runs again).
+pub fn run_phase_noted(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+    note: Option<&str>,
+) -> anyhow::Result<PhaseRun> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let attempt = next_attempt(&logs, phase.word());
     let log = logs.join(format!("{}-{attempt}.log", phase.word()));
     let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
-    let prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
+    let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
+    if let Some(note) = note {
+        prompt.push_str("\n\n");
+        prompt.push_str(note.trim_end());
+        prompt.push('\n');
+    }
     crate::fsx::write_atomic(&prompt_file, prompt.as_bytes())?;
     let artifact = task_dir.join(phase.artifact().file_name());
     let env: Vec<(String, String)> = [

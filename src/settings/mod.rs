@@ -259,6 +259,16 @@ pub static KEYS: &[KeySpec] = &[
         "agents running at once, across all sub-tasks and levels"
     ),
     key!(
+        "waves.barrier",
+        ConfigMd,
+        "Waves",
+        "Wave barrier",
+        "strict",
+        Kind::Choice(&["strict", "dependencies"]),
+        None,
+        "strict: no sub-task of wave N+1 starts before every sub-task of wave N is complete or blocked (seed 001); dependencies: a sub-task starts once its own dependencies end"
+    ),
+    key!(
         "vram.auto_detect",
         ConfigMd,
         "VRAM Configuration",
