@@ -200,6 +200,14 @@ pub struct OrchestrateArgs {
     /// Only report, as `status` does, and create fix/review/tiebreak tasks for failed verdicts
     #[arg(long, conflicts_with_all = ["description", "task"])]
     pub manual: bool,
+    /// Run exactly one phase of the task (or of one of its sub-tasks), whatever the Autopilot
+    /// setting: the command manual mode prints, to walk a task through by hand
+    #[arg(long, conflicts_with = "manual")]
+    pub step: bool,
+    /// Move the task's VERDICT.md to logs/VERDICT-<n>.md and drive it again, so that its
+    /// referee judges it anew (once its fix tasks are complete)
+    #[arg(long, requires = "task")]
+    pub referee_again: bool,
     /// Phases a task may run in this invocation before a human must look [default: 10]
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,

@@ -132,6 +132,15 @@ pub struct Facts {
     pub stale: bool,
     /// Ctrl-C, SIGTERM or SIGHUP was received.
     pub cancelled: bool,
+    /// `--step`: this run runs exactly one phase (of the task, or of one of its sub-tasks).
+    pub step: bool,
+    /// Sub-task folders made by hand (no DECOMPOSITION.md in this task) that are not terminal:
+    /// they run before the task's own next phase.
+    pub unplanned: bool,
+    /// The plan has a sub-task whose estimate exceeds the max peak context, none of its
+    /// sub-tasks has started, and it was not sent back before: the decomposition phase runs
+    /// once more with the over-budget rows in its prompt (seed 000).
+    pub replan: bool,
     /// The clock, and the run's total-time deadline.
     pub now: Instant,
     pub deadline: Instant,
@@ -158,6 +167,14 @@ pub enum Action {
     IterationCap(Phase),
     /// Run this phase.
     RunPhase(Phase),
+    /// `--step`: the one phase ran; this phase would be next. Nothing is recorded in the task.
+    StepDone(Phase),
+    /// `--step` on a task whose sub-tasks run next: run one phase of one ready sub-task.
+    StepSubtask,
+    /// Drive the sub-tasks made by hand (no plan), one after another, before this task.
+    RunChildren,
+    /// Send the plan back to the decomposition phase, once, with the over-budget rows.
+    Replan,
 }
 
 /// Decide the next action. The run's own stops come first (a cancelled or timed-out run acts
@@ -177,7 +194,23 @@ pub fn next_action(f: &Facts) -> Action {
         State::Complete if f.verify == Verify::Pending => Action::Verify,
         State::Complete => Action::Complete,
         State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
-        State::Next(Phase::Decomposition) if f.has_plan => Action::RunSubtasks,
+        State::Next(phase) if f.step && f.iterations >= 1 => Action::StepDone(phase),
+        State::Next(Phase::Decomposition) if f.has_plan && f.replan => {
+            if f.iterations >= f.max_iterations {
+                Action::IterationCap(Phase::Decomposition)
+            } else {
+                Action::Replan
+            }
+        }
+        State::Next(phase) if (phase == Phase::Decomposition && f.has_plan) || f.unplanned => {
+            if f.step {
+                Action::StepSubtask
+            } else if phase == Phase::Decomposition && f.has_plan {
+                Action::RunSubtasks
+            } else {
+                Action::RunChildren
+            }
+        }
         State::Next(phase) if f.awaiting_approval => Action::AwaitApproval(phase),
         State::Next(phase) if f.iterations >= f.max_iterations => Action::IterationCap(phase),
         State::Next(phase) => Action::RunPhase(phase),
@@ -285,17 +318,6 @@ mod tests {
         Some(Cause::TooDeep),
     ];
     const VERIFY: [Verify; 3] = [Verify::NotConfigured, Verify::Passed, Verify::Pending];
-    /// Every combination of (cancelled, awaiting approval, stale).
-    const FLAGS: [(bool, bool, bool); 8] = [
-        (false, false, false),
-        (false, false, true),
-        (false, true, false),
-        (false, true, true),
-        (true, false, false),
-        (true, false, true),
-        (true, true, false),
-        (true, true, true),
-    ];
 
     /// An independent statement of the rules, as a priority list.
     fn reference(f: &Facts) -> Action {
@@ -321,8 +343,22 @@ mod tests {
                 Some(Cause::Subtasks) => StopKind::SubtasksFailed,
                 _ => StopKind::NeedsHuman,
             })
+        } else if f.step && f.iterations > 0 {
+            Action::StepDone(f.state.next_phase().expect("non-terminal"))
+        } else if f.state == State::Next(Phase::Decomposition) && f.has_plan && f.replan {
+            if capped {
+                Action::IterationCap(Phase::Decomposition)
+            } else {
+                Action::Replan
+            }
+        } else if f.step
+            && ((f.state == State::Next(Phase::Decomposition) && f.has_plan) || f.unplanned)
+        {
+            Action::StepSubtask
         } else if f.state == State::Next(Phase::Decomposition) && f.has_plan {
             Action::RunSubtasks
+        } else if f.unplanned {
+            Action::RunChildren
         } else if f.awaiting_approval {
             Action::AwaitApproval(f.state.next_phase().expect("non-terminal"))
         } else if capped {
@@ -341,31 +377,34 @@ mod tests {
                 for has_plan in [false, true] {
                     for verify in VERIFY {
                         for (iterations, max_iterations) in [(0, 10), (9, 10), (10, 10), (0, 0)] {
-                            for (cancelled, awaiting_approval, stale) in FLAGS {
-                                for late in [false, true] {
-                                    let f = Facts {
-                                        state,
-                                        cause,
-                                        has_plan,
-                                        verify,
-                                        iterations,
-                                        max_iterations,
-                                        awaiting_approval,
-                                        stale,
-                                        cancelled,
-                                        now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
-                                        deadline: t0 + Duration::from_secs(10),
-                                    };
-                                    assert_eq!(next_action(&f), reference(&f), "{f:?}");
-                                    cases += 1;
-                                }
+                            for flags in 0..128u8 {
+                                let bit = |n: u8| flags & (1 << n) != 0;
+                                let late = bit(1);
+                                let f = Facts {
+                                    state,
+                                    cause,
+                                    has_plan,
+                                    verify,
+                                    iterations,
+                                    max_iterations,
+                                    cancelled: bit(0),
+                                    step: bit(2),
+                                    unplanned: bit(3),
+                                    replan: bit(4),
+                                    awaiting_approval: bit(5),
+                                    stale: bit(6),
+                                    now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
+                                    deadline: t0 + Duration::from_secs(10),
+                                };
+                                assert_eq!(next_action(&f), reference(&f), "{f:?}");
+                                cases += 1;
                             }
                         }
                     }
                 }
             }
         }
-        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 8 * 2);
+        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 128);
     }
 
     #[test]

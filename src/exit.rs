@@ -29,18 +29,25 @@ pub const VERIFY_FAILED: u8 = 17;
 pub const SUBTASKS_FAILED: u8 = 18;
 /// `orchestrate`: the task already needed a human before this run started.
 pub const NEEDS_HUMAN: u8 = 19;
-/// `orchestrate`: task isolation failed: a sub-task's merge-back conflicted (the files are
-/// named), or a git worktree or commit could not be made.
-pub const ISOLATION_FAILED: u8 = 22;
-/// `merge` / `clean`: refused to keep work safe (uncommitted changes, an unmerged branch, a
-/// conflict); nothing was changed.
-pub const REFUSED: u8 = 23;
 /// `orchestrate`: the task's next phase is gated (`Approve before`) and waits for
 /// `automaton approve` (or its approval lapsed because an approved artifact changed).
 pub const AWAITING_APPROVAL: u8 = 20;
 /// `orchestrate`: an artifact was edited after later phases ran on it; those are stale until
 /// `automaton rerun --from <phase>` sets the task back.
 pub const STALE: u8 = 21;
+/// `orchestrate`: task isolation failed: a sub-task's merge-back conflicted (the files are
+/// named), or a git worktree or commit could not be made.
+pub const ISOLATION_FAILED: u8 = 22;
+/// `merge` / `clean`: refused to keep work safe (uncommitted changes, an unmerged branch, a
+/// conflict); nothing was changed.
+pub const REFUSED: u8 = 23;
+/// `orchestrate`: the agent command's program (or the claude/codex/aider CLI) is not installed
+/// or not on PATH; nothing ran and no task changed state.
+pub const AGENT_NOT_FOUND: u8 = 24;
+/// `orchestrate` in manual mode (`--manual`, `Autopilot: Disabled`) or `--step`: the report was
+/// printed, and tasks the run was asked about are not complete yet: they wait for a person to
+/// run their next step.
+pub const WAITING: u8 = 25;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP; every child was stopped.

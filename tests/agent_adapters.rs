@@ -182,17 +182,19 @@ fn default_command_line_and_flags_of_an_adapter() {
         ".automaton/.agent.md",
         "## Agent\n- **Agent**: codex\n- **Model**: gpt-5.5\n- **Agent flags**: --ephemeral\n",
     );
-    // No codex on this PATH: the default command line runs and fails like any missing binary.
+    // No codex on this PATH: the check before any run names the setting and the command line
+    // it builds, and nothing is created.
     let mut c = orchestrate(&p, "codex-success.jsonl");
     c.env("PATH", "/usr/bin:/bin")
         .arg("add a thing")
         .assert()
-        .code(12)
+        .code(24)
         .stderr(predicate::str::contains(
-            "with codex: `codex exec --json --sandbox workspace-write --skip-git-repo-check - \
-             --model gpt-5.5 --ephemeral`",
+            "`- **Agent**: codex` (",
         ))
-        .stdout(predicate::str::contains(
-            "agent exited with status 127 during research",
+        .stderr(predicate::str::contains(
+            ".agent.md:2) runs `codex exec --json --sandbox workspace-write --skip-git-repo-check - \
+             --model gpt-5.5 --ephemeral`",
         ));
+    assert!(!p.join("tasks/add-a-thing").exists());
 }

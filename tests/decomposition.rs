@@ -300,10 +300,11 @@ fn manual_mode_creates_a_fix_task_for_a_failed_subtask_once() {
         !p.join("tasks/p-fix-a").exists(),
         "autopilot made a fix task"
     );
+    // The parent needs a person's decision: manual mode says so with 19, never 0.
     p.cmd()
         .args(["orchestrate", "--manual"])
         .assert()
-        .code(0)
+        .code(19)
         .stdout(predicate::str::contains("Created 1 task(s): tasks/p-fix-a"));
     for f in ["SPEC.md", "BUG_REPORT.md", "ADVERSARIAL_BUG_REPORT.md"] {
         assert_eq!(
@@ -319,7 +320,7 @@ fn manual_mode_creates_a_fix_task_for_a_failed_subtask_once() {
     p.cmd()
         .args(["orchestrate", "--manual"])
         .assert()
-        .code(0)
+        .code(19)
         .stdout(predicate::str::contains("Created").not());
     assert_eq!(std::fs::read_dir(p.join("tasks")).unwrap().count(), before);
     assert_eq!(p.state_of("tasks/p-fix-a"), "bug_find");

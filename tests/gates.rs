@@ -95,7 +95,7 @@ fn a_gate_stops_before_design_until_approved_then_the_task_completes() {
             "- **Awaiting approval**: design (covers SPEC.md)",
         ))
         .stdout(predicate::str::contains(
-            "- **Command**:\n  > \"automaton approve tasks/add-auth\"",
+            "- **Command**:\n  automaton approve tasks/add-auth",
         ));
 
     // Running again without an approval stops at the same place and runs nothing.

@@ -549,10 +549,11 @@ fn manual_mode_reports_and_creates_fix_tasks_once() {
         .write("tasks/auth/BUG_REPORT.md", "bugs")
         .write("tasks/auth/ADVERSARIAL_BUG_REPORT.md", "more bugs")
         .write("tasks/auth/VERDICT.md", "Verdict: FAIL\n\n## Findings\n- token-leak: tokens in logs\n\n## Tasks for Review / Tie-Breaks\n- api-shape: two readings\n");
+    // tasks/auth needs a person's decision: manual mode exits 19 (NEEDS_HUMAN), not 0.
     p.cmd()
         .args(["orchestrate", "--manual"])
         .assert()
-        .code(0)
+        .code(19)
         .stdout(predicate::str::contains("- **Auto-Execute**: NO"))
         .stdout(predicate::str::contains(
             "**Auto-created tasks from tasks/auth**:",
@@ -568,14 +569,14 @@ fn manual_mode_reports_and_creates_fix_tasks_once() {
     p.cmd()
         .args(["orchestrate", "--manual"])
         .assert()
-        .code(0)
+        .code(19)
         .stdout(predicate::str::contains("Created").not());
     // Autopilot: Disabled in .agent.md is manual mode too.
     p.write(".automaton/.agent.md", "- **Autopilot**: Disabled\n");
     p.cmd()
         .arg("orchestrate")
         .assert()
-        .code(0)
+        .code(19)
         .stdout(predicate::str::contains("Auto-Execute**: NO"));
     // Driving the fix task: bug_find must rewrite BUG_REPORT.md; then it goes on.
     p.write(".automaton/.agent.md", "- **Autopilot**: Enabled\n");

@@ -125,9 +125,9 @@ fn text_report_has_the_seed_shape_and_changes_nothing() {
         .arg("status")
         .assert()
         .success()
-        .stdout(predicate::str::contains("**Task: tasks/failed**\n- **Status**: Human Intervention (state `human_intervention`)\n- **Next Step**: Human decision\n- **Auto-Execute**: NO\n- **Command**:\n  > \"automaton orchestrate --manual\""))
+        .stdout(predicate::str::contains("**Task: tasks/failed**\n- **Status**: Human Intervention (state `human_intervention`)\n- **Next Step**: Human decision\n- **Auto-Execute**: YES\n- **Command**:\n  automaton orchestrate --manual\n"))
         .stdout(predicate::str::contains("⚠️ **HUMAN INTERVENTION REQUIRED**: referee verdict is FAIL"))
-        .stdout(predicate::str::contains("- **tasks/failed-fix-login-race** — Status: Bug Find"))
+        .stdout(predicate::str::contains("**Tasks manual mode creates from tasks/failed** (`automaton orchestrate --manual`):\n- **tasks/failed-fix-login-race** — starts at Bug Find"))
         .stdout(predicate::str::contains("**Task: tasks/parent**\n- **Status**: Decomposition (state `decomposition`)\n- **Next Step**: Sub-tasks (waiting on b)"))
         .stdout(predicate::str::contains("- **Sub-tasks**: PASS: 0, FAIL: 1, NEEDS_REVIEW: 0, BLOCKED: 1, PENDING: 1"))
         .stdout(predicate::str::contains("**Task: tasks/spec-only**\n- **Status**: Research (state `design`)\n- **Next Step**: Design"));

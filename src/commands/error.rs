@@ -52,6 +52,9 @@ pub enum Error {
     /// A git step failed (names the command and folder).
     #[error(transparent)]
     Git(#[from] crate::git::GitError),
+    /// The agent's program is not on PATH (names the setting and where it was set).
+    #[error("{0}")]
+    AgentNotFound(String),
     /// `merge` or `clean` would lose or overwrite work, so it did nothing (exit 21).
     #[error("{0}")]
     Refused(String),
@@ -65,6 +68,7 @@ impl Error {
             Error::Lock(e) => e.exit_code(),
             Error::Usage(_) => exit::USAGE,
             Error::Refused(_) => exit::REFUSED,
+            Error::AgentNotFound(_) => exit::AGENT_NOT_FOUND,
             Error::Settings(_)
             | Error::Task(_)
             | Error::Run(_)

@@ -5,7 +5,7 @@ use super::{Ctx, Error, out};
 use crate::cli::OrchestrateArgs;
 use crate::exit;
 use crate::names;
-use crate::report::{self, phase_config, render_report, task_view};
+use crate::report::{self, Summary, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::progress::{self, Progress};
 use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
@@ -57,8 +57,8 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let config = phase_config(&settings);
     let gates = report::approval_gates(&settings);
     let prefix = ctx.command_prefix();
-    if args.manual || !settings.bool(Key::Autopilot) {
-        return manual(ctx, &config, &gates, &prefix);
+    if args.manual || (!settings.bool(Key::Autopilot) && !args.step) {
+        return manual(ctx, args, &config, &gates, &prefix);
     }
     let kind = settings
         .text(Key::AgentKind)
@@ -78,6 +78,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
                 .into(),
         ));
     };
+    check_agent_program(&settings, &agent_command, &ctx.project)?;
     let _lock = lock::acquire(&ctx.project)?;
     let cancel = agent::install_signal_handlers().map_err(Error::Signals)?;
     let progress = Progress::new(args.json, args.quiet, |tty| ctx.colors(tty));
@@ -118,11 +119,15 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         max_peak: vram.max_peak_context_kb,
         slots: Slots::new(limits.jobs),
         isolation: isolation.as_ref(),
+        step: args.step,
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
         return nothing_to_do(ctx, &config, &gates, &prefix);
     };
+    if args.referee_again {
+        archive_verdict(ctx, &rel, &progress)?;
+    }
     // The command line may carry a key (`--openai-api-key ...`): never print it.
     let shown = crate::settings::value::redact(&agent_command);
     progress.event(
@@ -137,49 +142,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let mut tree = TaskTree::load_task(&ctx.project, &rel, &config);
     tree.apply_gates(&gates);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
-    let human_out = progress.mode() != progress::Mode::Json;
-    match outcome {
-        Outcome::Complete => {
-            if human_out && let Some(i) = tree.find(&rel) {
-                let mut out = String::new();
-                report::render_task(&task_view(&tree, i, &prefix), true, &mut out);
-                out::println(format_args!("\n{out}"))?;
-            }
-            progress.event("complete", json!({"task": rel}), String::new);
-            if human_out {
-                out::println("ORCHESTRATION_COMPLETE")?;
-            }
-            Ok(exit::OK)
-        }
-        Outcome::Stopped { kind, reason } => {
-            progress.event(
-                "stop",
-                json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
-                String::new,
-            );
-            if kind == StopKind::Interrupted {
-                eprintln!(
-                    "interrupted: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
-                );
-                return Ok(kind.code());
-            }
-            if human_out && let Some(i) = tree.find(&rel) {
-                let mut out = String::new();
-                let mut view = task_view(&tree, i, &prefix);
-                view.reason = None;
-                report::render_task(&view, true, &mut out);
-                // The stop's code says how the run ended, closed pipe or not.
-                out::println(format_args!("\n{out}")).or_else(out::closed_is_ok)?;
-            }
-            let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
-            if human_out {
-                out::println(&line).or_else(out::closed_is_ok)?;
-            } else {
-                eprintln!("{line}");
-            }
-            Ok(kind.code())
-        }
-    }
+    finish(&tree, &prefix, &progress, &rel, outcome, args.step)
 }
 
 /// Tell the notify command how the run ended (a no-op without one).
@@ -189,6 +152,7 @@ fn notify_outcome(run: &Run<'_>, tree: &TaskTree, rel: &str, outcome: &Outcome, 
     let command = view.as_ref().and_then(|v| v.command.clone());
     let (event, kind, reason, code) = match outcome {
         Outcome::Complete => ("complete", None, None, exit::OK),
+        Outcome::Stepped { .. } => ("stepped", None, None, exit::WAITING),
         Outcome::Stopped { kind, reason } => (
             notify::event_for(*kind),
             Some(kind.word()),
@@ -211,6 +175,177 @@ fn notify_outcome(run: &Run<'_>, tree: &TaskTree, rel: &str, outcome: &Outcome, 
     );
 }
 
+/// Say how the run ended: the driven task's report, the summary line, then
+/// `ORCHESTRATION_COMPLETE` or the reason a person is needed; and the exit code, 0 only when
+/// every task the run was asked to drive (the task and its sub-tasks) is complete.
+fn finish(
+    tree: &TaskTree,
+    prefix: &str,
+    progress: &Progress,
+    rel: &str,
+    outcome: Outcome,
+    step: bool,
+) -> super::Result<u8> {
+    let human_out = progress.mode() != progress::Mode::Json;
+    let scope: Vec<usize> = (0..tree.nodes.len())
+        .filter(|i| !report::is_orphan(tree, *i))
+        .collect();
+    let summary = Summary::of(tree, scope.iter().copied());
+    // Once the run has ended, its code says how, closed pipe or not.
+    let print_task = |reason: bool| -> super::Result<()> {
+        if human_out && let Some(i) = tree.find(rel) {
+            let mut text = String::new();
+            let mut view = report::task_view_mode(tree, i, prefix, step);
+            if !reason {
+                view.reason = None;
+            }
+            report::render_task(&view, !step, &mut text);
+            out::println(format_args!("\n{text}")).or_else(out::closed_is_ok)?;
+        }
+        Ok(())
+    };
+    let summary_out = || -> super::Result<()> {
+        progress.event("summary", json!(summary), String::new);
+        if human_out {
+            out::println(summary.line()).or_else(out::closed_is_ok)?;
+        }
+        Ok(())
+    };
+    let (kind, reason) = match outcome {
+        Outcome::Complete if summary.all_complete() => {
+            print_task(true)?;
+            summary_out()?;
+            progress.event("complete", json!({"task": rel}), String::new);
+            if human_out {
+                out::println("ORCHESTRATION_COMPLETE").or_else(out::closed_is_ok)?;
+            }
+            return Ok(exit::OK);
+        }
+        Outcome::Complete => {
+            // The task is complete, but something it holds is not (a sub-task made by hand
+            // that needs a person): not a success.
+            let left: Vec<String> = scope
+                .iter()
+                .map(|i| &tree.nodes[*i])
+                .filter(|n| n.state() != State::Complete)
+                .map(|n| format!("{} ({})", n.rel, n.state().word()))
+                .collect();
+            (
+                StopKind::NeedsHuman,
+                format!(
+                    "{rel} is complete, but not all of its sub-tasks are: {}",
+                    left.join(", ")
+                ),
+            )
+        }
+        Outcome::Stepped { task } => {
+            print_task(true)?;
+            summary_out()?;
+            progress.event(
+                "stepped",
+                json!({"task": task, "exit_code": exit::WAITING}),
+                String::new,
+            );
+            if human_out {
+                out::println(format_args!(
+                    "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step\nORCHESTRATION_COMPLETE"
+                ))
+                .or_else(out::closed_is_ok)?;
+            }
+            return Ok(exit::WAITING);
+        }
+        Outcome::Stopped { kind, reason } => (kind, reason),
+    };
+    let stop_event = || {
+        progress.event(
+            "stop",
+            json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
+            String::new,
+        )
+    };
+    if kind == StopKind::Interrupted {
+        stop_event();
+        eprintln!(
+            "interrupted: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
+        );
+        return Ok(kind.code());
+    }
+    print_task(false)?;
+    summary_out()?;
+    stop_event();
+    let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
+    if human_out {
+        out::println(&line).or_else(out::closed_is_ok)?;
+    } else {
+        eprintln!("{line}");
+    }
+    Ok(kind.code())
+}
+
+/// The agent's program must be found before anything runs or any task changes state: a
+/// missing one is an error naming the setting it came from and where that was set.
+fn check_agent_program(
+    settings: &Settings,
+    agent_command: &str,
+    project: &std::path::Path,
+) -> super::Result<()> {
+    let Some(program) = crate::run::preflight::missing_program(agent_command, project) else {
+        return Ok(());
+    };
+    let key = if settings.text(Key::AgentCommand).is_some() {
+        Key::AgentCommand
+    } else {
+        Key::AgentKind
+    };
+    let setting = settings.get(key);
+    let shown = crate::settings::value::redact(&setting.raw);
+    let hint = if key == Key::AgentKind {
+        format!(
+            "install the `{program}` CLI, or set `- **Agent command**` to the command that runs it"
+        )
+    } else {
+        format!("install `{program}` or correct the setting")
+    };
+    Err(Error::AgentNotFound(format!(
+        "the agent program `{program}` was not found on PATH: `- **{}**: {shown}` ({}) runs \
+             `{line}`; {hint} (`automaton config` shows every setting and where it came from). \
+             Nothing ran and no task changed state.",
+        setting.spec.key,
+        setting.origin,
+        line = crate::settings::value::redact(agent_command),
+    )))
+}
+
+/// `--referee-again`: move VERDICT.md aside (to `logs/VERDICT-<n>.md`, nothing is lost), so
+/// that the task's referee runs again.
+fn archive_verdict(ctx: &Ctx, rel: &str, progress: &Progress) -> super::Result<()> {
+    let dir = ctx.project.join(rel);
+    let verdict = dir.join("VERDICT.md");
+    if !verdict.is_file() {
+        return Err(Error::Input(format!(
+            "{rel} has no VERDICT.md: its referee has not run, so there is nothing to run again"
+        )));
+    }
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let n = (1..)
+        .find(|n| !logs.join(format!("VERDICT-{n}.md")).exists())
+        .unwrap_or(1);
+    let kept = logs.join(format!("VERDICT-{n}.md"));
+    std::fs::rename(&verdict, &kept)?;
+    crate::store::task_files::clear_stop(&dir).map_err(crate::run::RunError::from)?;
+    progress.event(
+        "verdict_archived",
+        json!({"task": rel, "kept": kept}),
+        || {
+            format!(
+                "↻ {rel}: VERDICT.md moved to {rel}/logs/VERDICT-{n}.md; its referee runs again"
+            )
+        },
+    );
+    Ok(())
+}
+
 /// The task to drive: a new one from a description, `--task`, or the most advanced one.
 fn select_task(
     ctx: &Ctx,
@@ -218,6 +353,17 @@ fn select_task(
     config: &PhaseConfig,
     prefix: &str,
 ) -> super::Result<Option<String>> {
+    if let Some(rel) = named_task(ctx, args, prefix)? {
+        return Ok(Some(rel));
+    }
+    let tree = TaskTree::load(&ctx.project, config);
+    report::print_warnings(&tree.warnings);
+    Ok(most_advanced(&tree))
+}
+
+/// The task the command line names: a description (the task is created, or found when it
+/// exists for the same request) or `--task`.
+fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> super::Result<Option<String>> {
     if let Some(desc) = args.description.as_deref().filter(|d| !d.trim().is_empty()) {
         let slug = names::kebab(desc);
         if slug.is_empty() {
@@ -264,31 +410,70 @@ fn select_task(
         }
         return Ok(Some(rel));
     }
-    let tree = TaskTree::load(&ctx.project, config);
-    report::print_warnings(&tree.warnings);
-    Ok(most_advanced(&tree))
+    Ok(None)
 }
 
 /// Seed 000: the most advanced unfinished task, sub-tasks before parents, later phases first.
-/// A sub-task is driven through its top-level parent, whose waves run it with its siblings.
+/// A sub-task is driven through the task whose drive runs it ([`unit_of`]): its parent's waves
+/// run a planned sub-task with its siblings; a sub-task made by hand under a finished task is
+/// driven alone.
 pub fn most_advanced(tree: &TaskTree) -> Option<String> {
-    let top_of = |mut i: usize| {
-        while let Some(p) = tree.nodes[i].parent {
-            i = p;
-        }
-        i
-    };
-    // A sub-task can only go on through a top-level task that can.
     let best = (0..tree.nodes.len())
         .filter(|i| !tree.nodes[*i].state().is_terminal())
-        .filter(|i| !tree.nodes[top_of(*i)].state().is_terminal())
-        .max_by_key(|i| {
+        .filter_map(|i| unit_of(tree, i).ok().map(|u| (i, u)))
+        .max_by_key(|(i, _)| {
             let n = &tree.nodes[*i];
             (n.depth, n.state().rank(), std::cmp::Reverse(n.rel.clone()))
         })?;
-    Some(tree.nodes[top_of(best)].rel.clone())
+    Some(tree.nodes[best.1].rel.clone())
 }
 
+/// The task `continue` drives to run the unfinished task `i`: its highest unfinished ancestor
+/// (whose waves, or whose hand-made sub-tasks, run it), or `i`'s own top when that ancestor's
+/// parent is finished and has no plan. `Err` says why nothing can drive it.
+pub fn unit_of(tree: &TaskTree, i: usize) -> Result<usize, String> {
+    let mut j = i;
+    loop {
+        let Some(p) = tree.nodes[j].parent else {
+            return Ok(j);
+        };
+        let parent = &tree.nodes[p];
+        match &parent.snap.plan {
+            Some(Ok(plan)) if plan.row(&tree.nodes[j].name).is_none() => {
+                return Err(format!(
+                    "{} is not listed in {}/DECOMPOSITION.md (an orphan, kept for its work): add it to the plan, or drive it alone with `orchestrate --task {}`",
+                    tree.nodes[j].rel, parent.rel, tree.nodes[i].rel
+                ));
+            }
+            Some(Err(_)) => {
+                return Err(format!(
+                    "{}/DECOMPOSITION.md is invalid; fix it first",
+                    parent.rel
+                ));
+            }
+            _ => {}
+        }
+        if parent.state().is_terminal() {
+            if parent.snap.plan.is_none() {
+                return Ok(j);
+            }
+            return Err(format!(
+                "its parent {} is {}, so its waves do not run it{}",
+                parent.rel,
+                parent.state().word(),
+                if parent.state() == State::HumanIntervention {
+                    " (a sub-task it depends on did not pass)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        j = p;
+    }
+}
+
+/// `continue` found nothing that can go on: report every task, say why each unfinished one is
+/// not driven, and exit 0 only when every task is complete.
 fn nothing_to_do(
     ctx: &Ctx,
     config: &PhaseConfig,
@@ -299,41 +484,79 @@ fn nothing_to_do(
     tree.apply_gates(gates);
     if tree.nodes.is_empty() {
         out::println(format_args!(
-            "No tasks yet. Start one with `{prefix} orchestrate \"describe the task\"`."
+            "No tasks yet. Start one with:\n  {prefix} orchestrate \"describe the task\"\n{}\nORCHESTRATION_COMPLETE",
+            Summary::default().line()
         ))?;
         return Ok(exit::OK);
     }
     out::print(render_report(&tree, prefix, true, false))?;
-    if tree
-        .nodes
-        .iter()
-        .any(|n| n.state() == State::HumanIntervention)
-    {
-        out::println(
-            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above",
-        )?;
-        Ok(exit::NEEDS_HUMAN)
-    } else {
-        out::println("ORCHESTRATION_COMPLETE")?;
-        Ok(exit::OK)
+    let stuck: Vec<String> = (0..tree.nodes.len())
+        .filter(|i| !tree.nodes[*i].state().is_terminal())
+        .filter_map(|i| unit_of(&tree, i).err().map(|why| (i, why)))
+        .map(|(i, why)| {
+            let n = &tree.nodes[i];
+            format!("- {} ({}) is not driven: {why}", n.rel, n.state().word())
+        })
+        .collect();
+    if !stuck.is_empty() {
+        out::println(format_args!(
+            "\nNot driven by `continue`:\n{}",
+            stuck.join("\n")
+        ))?;
     }
+    let summary = Summary::of(&tree, 0..tree.nodes.len());
+    out::println(format_args!("\n{}", summary.line()))?;
+    if summary.all_complete() {
+        out::println("ORCHESTRATION_COMPLETE")?;
+        return Ok(exit::OK);
+    }
+    out::println(
+        "⚠️ **HUMAN INTERVENTION REQUIRED**: no task can go on by itself; see the reasons above",
+    )?;
+    Ok(exit::NEEDS_HUMAN)
 }
 
-/// Manual mode: report every task with `Auto-Execute: NO` and create the fix/review/tiebreak
-/// tasks of failed verdicts (idempotently).
-fn manual(ctx: &Ctx, config: &PhaseConfig, gates: &[Phase], prefix: &str) -> super::Result<u8> {
+/// Manual mode: report every task with `Auto-Execute: NO` and the command that runs its next
+/// phase (`--step`), create the fix/review/tiebreak tasks of failed verdicts (idempotently),
+/// and, from a description, create the task and report it. Exit 0 only when every task asked
+/// about is complete: 19 when one needs a person's decision, 21 when steps remain to run.
+fn manual(
+    ctx: &Ctx,
+    args: &OrchestrateArgs,
+    config: &PhaseConfig,
+    gates: &[Phase],
+    prefix: &str,
+) -> super::Result<u8> {
     // Creating tasks writes into the project: not while an autopilot drives it.
     let _lock = lock::acquire(&ctx.project)?;
+    let existed = args
+        .description
+        .as_deref()
+        .map(|d| ctx.project.join("tasks").join(names::kebab(d)).exists());
+    let named = named_task(ctx, args, prefix)?;
+    if args.referee_again
+        && let Some(rel) = &named
+    {
+        archive_verdict(ctx, rel, &Progress::new(false, false, |_| false))?;
+    }
     let mut tree = TaskTree::load(&ctx.project, config);
     tree.apply_gates(gates);
     report::print_warnings(&tree.warnings);
     let created = crate::task::fix::create_fix_tasks(&ctx.project, &tree)?;
-    out::print(render_report(&tree, prefix, false, true))?;
     let new: Vec<&str> = created
         .iter()
         .filter(|(_, now)| *now)
         .map(|(f, _)| f.path.as_str())
         .collect();
+    // Read again so that the report shows the tasks just created, with their states.
+    let tree = if new.is_empty() {
+        tree
+    } else {
+        let mut tree = TaskTree::load(&ctx.project, config);
+        tree.apply_gates(gates);
+        tree
+    };
+    out::print(render_report(&tree, prefix, false, true))?;
     if !new.is_empty() {
         let _ = crate::detect::invalidate_cache(&ctx.project);
         out::println(format_args!(
@@ -342,6 +565,29 @@ fn manual(ctx: &Ctx, config: &PhaseConfig, gates: &[Phase], prefix: &str) -> sup
             new.join(", ")
         ))?;
     }
-    out::println("ORCHESTRATION_COMPLETE")?;
-    Ok(exit::OK)
+    if let Some(rel) = &named
+        && existed == Some(false)
+    {
+        out::println(format_args!(
+            "\nCreated {rel}. Autopilot is disabled, so nothing ran: run its phases one at a time with\n  {prefix} orchestrate --task {rel} --step\n(or set `- **Autopilot**: Enabled` in .automaton/.agent.md)"
+        ))?;
+    }
+    let scope: Vec<usize> = (0..tree.nodes.len())
+        .filter(|i| match &named {
+            Some(rel) => {
+                let r = &tree.nodes[*i].rel;
+                r == rel || r.starts_with(&format!("{rel}/"))
+            }
+            None => true,
+        })
+        .collect();
+    let summary = Summary::of(&tree, scope.iter().copied());
+    out::println(format_args!("\n{}\nORCHESTRATION_COMPLETE", summary.line()))?;
+    Ok(if summary.all_complete() {
+        exit::OK
+    } else if summary.waiting > 0 {
+        exit::NEEDS_HUMAN
+    } else {
+        exit::WAITING
+    })
 }

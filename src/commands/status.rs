@@ -4,7 +4,7 @@ use super::{Ctx, out};
 use crate::cli::StatusArgs;
 use crate::report::{
     STATUS_FORMAT_VERSION, StatusDoc, TaskView, phase_config, print_warnings, render_report,
-    task_view,
+    task_view_mode,
 };
 use crate::settings::Settings;
 use crate::task::TaskTree;
@@ -17,6 +17,9 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     tree.apply_gates(&gates);
     print_warnings(&tree.warnings);
     let prefix = ctx.command_prefix();
+    // Auto-Execute says what `orchestrate` would do: run the next steps (Autopilot: Enabled),
+    // or leave them to a person, one `--step` at a time (Disabled).
+    let autopilot = settings.bool(crate::settings::Key::Autopilot);
     if args.json {
         let warnings: Vec<String> = settings
             .warnings
@@ -25,7 +28,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
             .cloned()
             .collect();
         let tasks: Vec<TaskView> = (0..tree.nodes.len())
-            .map(|i| task_view(&tree, i, &prefix))
+            .map(|i| task_view_mode(&tree, i, &prefix, !autopilot))
             .collect();
         let doc = StatusDoc {
             version: STATUS_FORMAT_VERSION,
@@ -35,7 +38,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
         };
         out::println(serde_json::to_string_pretty(&doc)?)?;
     } else {
-        out::print(render_report(&tree, &prefix, false, false))?;
+        out::print(render_report(&tree, &prefix, autopilot, false))?;
     }
     Ok(crate::exit::OK)
 }

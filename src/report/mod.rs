@@ -61,6 +61,9 @@ pub struct TaskView {
     pub subtasks: Option<SubtaskSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fix_tasks: Vec<FixTask>,
+    /// Manual mode: commands run one phase (`--step`).
+    #[serde(skip)]
+    pub step: bool,
     /// Totals of the task's run journal (absent before its first phase run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -176,12 +179,19 @@ fn status_label(tree: &TaskTree, i: usize) -> String {
     }
 }
 
-/// Build the view of task `i`.
+/// Build the view of task `i`, with the autopilot's command (`orchestrate --task T`).
 pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
+    task_view_mode(tree, i, prefix, false)
+}
+
+/// Build the view of task `i`; `step`: manual mode, whose command runs one phase
+/// (`orchestrate --task T --step`).
+pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> TaskView {
     let node = &tree.nodes[i];
     let d = &node.decision;
     let state = node.state();
-    let run = format!("{prefix} orchestrate --task {}", node.rel);
+    let step_flag = if step { " --step" } else { "" };
+    let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
     let waiting = state == State::Next(Phase::Decomposition) && node.snap.plan.is_some();
     let blocked_by = node.parent.and_then(|p| {
         tree.nodes[p]
@@ -204,8 +214,13 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         _ if blocked_by.is_some() => ("blocked".to_string(), None),
         State::HumanIntervention => (
             "human".to_string(),
-            Some(if !fix_tasks.is_empty() {
+            Some(if fix_tasks.iter().any(|f| f.state.is_none()) {
                 format!("{prefix} orchestrate --manual")
+            } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
+                // The fix tasks come first; the one to run next.
+                format!("{prefix} orchestrate --task {}{step_flag}", f.path)
+            } else if !fix_tasks.is_empty() {
+                referee_again(prefix, &node.rel, step)
             } else {
                 run
             }),
@@ -283,6 +298,7 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         blocked_by,
         subtasks,
         fix_tasks,
+        step,
         usage: journal::usage(&node.dir),
         merged,
         ahead,
@@ -307,6 +323,23 @@ pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
         stale: node.stale.iter().map(|s| s.artifact).collect(),
         stale_reason: crate::task::gates::stale_summary(&node.stale),
         rerun_from,
+    }
+}
+
+/// The command that runs a task's referee again once its fix tasks are done.
+pub fn referee_again(prefix: &str, rel: &str, step: bool) -> String {
+    let step_flag = if step { " --step" } else { "" };
+    format!("{prefix} orchestrate --task {rel} --referee-again{step_flag}")
+}
+
+/// `Complete`, `Human Intervention`, `Bug Find`... for a state word.
+fn state_title(word: &str) -> &'static str {
+    match State::parse(word) {
+        Some(State::Complete) => "Complete",
+        Some(State::HumanIntervention) => "Human Intervention",
+        Some(State::Next(Phase::Research)) => "New",
+        Some(State::Next(p)) => p.title(),
+        None => "Unknown",
     }
 }
 
@@ -392,8 +425,9 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         if auto_execute { "YES" } else { "NO" }
     );
     match &v.command {
+        // On a line of its own, with nothing around it, so that it can be copied as it is.
         Some(c) => {
-            let _ = writeln!(out, "- **Command**:\n  > \"{c}\"");
+            let _ = writeln!(out, "- **Command**:\n  {c}");
         }
         None => {
             let _ = writeln!(out, "- **Command**: none");
@@ -462,7 +496,7 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         };
         let _ = writeln!(
             out,
-            "- **Awaiting approval**: {gate}{covers}; or reject: > \"{} reject {} --reason '...'\"",
+            "- **Awaiting approval**: {gate}{covers}; or reject it with `{} reject {} --reason '...'`",
             v.command
                 .as_deref()
                 .and_then(|c| c.strip_suffix(&format!(" approve {}", v.path)))
@@ -484,27 +518,112 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     }
 }
 
-/// The fix-task list under a task (`created` = manual mode made them now or before).
+/// The fix tasks of a task: those that exist, with their states and commands, then (in
+/// `status`) those manual mode would create; once every one is complete, the command that runs
+/// the original task's referee again. `created`: manual mode has just made the missing ones.
 pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut String) {
     if v.fix_tasks.is_empty() {
         return;
     }
-    if created {
+    let step_flag = if v.step { " --step" } else { "" };
+    let existing: Vec<&FixTask> = v.fix_tasks.iter().filter(|f| f.state.is_some()).collect();
+    let planned: Vec<&FixTask> = v.fix_tasks.iter().filter(|f| f.state.is_none()).collect();
+    if !existing.is_empty() {
         let _ = writeln!(out, "\n**Auto-created tasks from {}**:", v.path);
-    } else {
+        for f in &existing {
+            let word = f.state.unwrap_or("new");
+            let command = if word == "complete" {
+                "none".to_string()
+            } else {
+                format!("{prefix} orchestrate --task {}{step_flag}", f.path)
+            };
+            let _ = writeln!(
+                out,
+                "- **{}** — Status: {} (state `{word}`) — Command: {command}",
+                f.path,
+                state_title(word)
+            );
+        }
+    }
+    if !planned.is_empty() && !created {
         let _ = writeln!(
             out,
             "\n**Tasks manual mode creates from {}** (`{prefix} orchestrate --manual`):",
             v.path
         );
+        for f in &planned {
+            let _ = writeln!(out, "- **{}** — starts at Bug Find — {}", f.path, f.item);
+        }
     }
-    for f in &v.fix_tasks {
+    if planned.is_empty() && existing.iter().all(|f| f.state == Some("complete")) {
         let _ = writeln!(
             out,
-            "- **{}** — Status: Bug Find — Command: > \"{prefix} orchestrate --task {}\"",
-            f.path, f.path
+            "All fix tasks of {} are complete: run its referee again with\n  {}",
+            v.path,
+            referee_again(prefix, &v.path, v.step)
         );
     }
+}
+
+/// How the tasks a run was asked about stand, for the line every run ends with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub complete: usize,
+    /// human_intervention: a person must decide.
+    pub waiting: usize,
+    /// Not terminal and no phase has written an artifact yet.
+    pub not_started: usize,
+    /// Not terminal, with work done.
+    pub in_progress: usize,
+}
+
+impl Summary {
+    /// Count the tasks `indices` of `tree`.
+    pub fn of(tree: &TaskTree, indices: impl IntoIterator<Item = usize>) -> Summary {
+        let mut s = Summary::default();
+        for i in indices {
+            let n = &tree.nodes[i];
+            match n.state() {
+                State::Complete => s.complete += 1,
+                State::HumanIntervention => s.waiting += 1,
+                _ if n.snap.artifacts.is_empty() => s.not_started += 1,
+                _ => s.in_progress += 1,
+            }
+        }
+        s
+    }
+
+    pub fn all_complete(&self) -> bool {
+        self.waiting + self.not_started + self.in_progress == 0
+    }
+
+    /// `Summary: 2 complete, 1 waiting for a person, 0 not started` (`, 1 in progress` when
+    /// there is such a task).
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "Summary: {} complete, {} waiting for a person, {} not started",
+            self.complete, self.waiting, self.not_started
+        );
+        if self.in_progress > 0 {
+            s.push_str(&format!(", {} in progress", self.in_progress));
+        }
+        s
+    }
+}
+
+/// Whether task `i` is, or is under, a sub-task its parent's DECOMPOSITION.md no longer lists
+/// (an orphan: kept for its work, driven by nothing).
+pub fn is_orphan(tree: &TaskTree, i: usize) -> bool {
+    let mut j = i;
+    while let Some(p) = tree.nodes[j].parent {
+        if let Some(Ok(plan)) = &tree.nodes[p].snap.plan
+            && plan.row(&tree.nodes[j].name).is_none()
+        {
+            return true;
+        }
+        j = p;
+    }
+    false
 }
 
 /// Print the warnings of a walk, one line each, on stderr.
@@ -525,14 +644,14 @@ pub fn render_report(
     if tree.nodes.is_empty() {
         let _ = writeln!(
             out,
-            "No tasks yet. Create one with:\n  > \"{prefix} orchestrate \\\"describe the task\\\"\""
+            "No tasks yet. Create one with:\n  {prefix} orchestrate \"describe the task\""
         );
     }
     for i in 0..tree.nodes.len() {
         if i > 0 {
             out.push('\n');
         }
-        let v = task_view(tree, i, prefix);
+        let v = task_view_mode(tree, i, prefix, !auto_execute);
         render_task(&v, auto_execute, &mut out);
         render_fix_tasks(&v, fixes_created, prefix, &mut out);
     }

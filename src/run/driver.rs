@@ -2,13 +2,14 @@
 //! repeat — and for a decomposed task, drive its sub-tasks in dependency waves in parallel.
 
 use super::isolation::{Isolation, Workspace};
-use super::phase::{run_phase, run_verify};
+use super::phase::{run_phase_noted, run_verify};
 use super::subtasks::{files_overlap, sync_subtasks};
 use super::{Outcome, Run, StopKind};
-use crate::artifact::decomposition::Plan;
+use crate::artifact::decomposition::{Plan, SubtaskRow};
 use crate::decide::{Action, ArtifactCheck, Facts, PhaseFacts, Verify, judge_phase, next_action};
 use crate::fsx::write_atomic;
 use crate::git::Merge;
+use crate::settings::Key;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::snapshot::content_hash;
@@ -133,6 +134,18 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             awaiting_approval: node.approval.is_some(),
             stale: !node.stale.is_empty(),
             cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
+            step: run.step,
+            replan: !over_budget(run, node).is_empty()
+                && !dir.join(REPLANNED_FILE).exists()
+                && node
+                    .children
+                    .iter()
+                    .all(|c| tree.nodes[*c].snap.artifacts.is_empty()),
+            unplanned: node.snap.plan.is_none()
+                && node
+                    .children
+                    .iter()
+                    .any(|c| !tree.nodes[*c].state().is_terminal()),
             now: Instant::now(),
             deadline: run.deadline,
         });
@@ -230,22 +243,150 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                 );
                 return stop_task(run, rel, &dir, StopKind::IterationCap, reason);
             }
+            Action::StepDone(phase) => {
+                run.progress.event(
+                    "step_done",
+                    json!({"task": rel, "next": phase.word()}),
+                    || format!("■ {rel}: one step done; {} is next", phase.word()),
+                );
+                return Ok(Outcome::Stepped {
+                    task: rel.to_string(),
+                });
+            }
+            Action::StepSubtask => return step_subtask(run, rel, &dir, &tree),
+            Action::Replan => {
+                let note = replan_note(run, &over_budget(run, node));
+                // Once: the mark is written first, so a run cut short does not send it back again.
+                write_atomic(&dir.join(REPLANNED_FILE), note.as_bytes())?;
+                run.progress.event(
+                    "plan_sent_back",
+                    json!({"task": rel, "max_peak": run.max_peak,
+                           "rows": over_budget(run, node).iter().map(|r| &r.name).collect::<Vec<_>>()}),
+                    || format!("↻ {rel}: sub-tasks over the context budget of {} tokens; the plan goes back to the decomposition phase once", run.max_peak),
+                );
+                iterations += 1;
+                let given = inputs_given(&dir, node, Phase::Decomposition);
+                match one_phase(run, rel, &dir, Phase::Decomposition, ws, given, Some(&note))? {
+                    Ok(tree) => fresh = Some(tree),
+                    Err(stop) => return Ok(stop),
+                }
+            }
+            Action::RunChildren => {
+                if let Some(stop) = run_children(run, &tree)? {
+                    return Ok(stop);
+                }
+            }
             Action::RunPhase(phase) => {
                 iterations += 1;
-                let inputs: Vec<Artifact> = node
-                    .snap
-                    .artifacts
-                    .iter()
-                    .filter(|a| *a < phase.artifact())
-                    .collect();
-                let given = crate::task::gates::hashes(&dir, &inputs);
-                match one_phase(run, rel, &dir, phase, ws, given)? {
+                let given = inputs_given(&dir, node, phase);
+                match one_phase(run, rel, &dir, phase, ws, given, None)? {
                     Ok(tree) => fresh = Some(tree),
                     Err(stop) => return Ok(stop),
                 }
             }
         }
     }
+}
+
+/// Marks (in the task folder) that the plan was sent back for its over-budget rows once.
+const REPLANNED_FILE: &str = "logs/plan-sent-back.md";
+
+/// The rows of a task's plan whose estimate exceeds the max peak context.
+fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n SubtaskRow> {
+    match &node.snap.plan {
+        Some(Ok(plan)) => plan
+            .rows
+            .iter()
+            .filter(|r| r.estimate.is_some_and(|e| e > run.max_peak))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// What the decomposition phase is told when its plan comes back (seed 000, "VRAM-Aware
+/// Sub-Task Splitting").
+fn replan_note(run: &Run<'_>, rows: &[&SubtaskRow]) -> String {
+    let mut note = format!(
+        "## Sent back: sub-tasks over the context budget\n\n\
+         The max peak context per sub-task is {} tokens. These rows of DECOMPOSITION.md \
+         estimate more:\n\n| Sub-task | Wave | Estimated peak context |\n|---|---|---|\n",
+        run.max_peak
+    );
+    for r in rows {
+        note.push_str(&format!(
+            "| {} | {} | {} tokens |\n",
+            r.name,
+            r.wave,
+            r.estimate.unwrap_or(0)
+        ));
+    }
+    note.push_str(
+        "\nSplit each of them into smaller sub-tasks that fit the budget, in the same wave as \
+         the original, and rewrite DECOMPOSITION.md. This happens once: a row still over the \
+         budget after this phase only gets a warning.\n",
+    );
+    note
+}
+
+/// `--step` on a task whose sub-tasks run next: make the planned folders, then run one phase
+/// of the first sub-task that may run (by wave, then name; hand-made ones by name).
+fn step_subtask(run: &Run<'_>, rel: &str, dir: &Path, tree: &TaskTree) -> super::Result<Outcome> {
+    let Some(node) = tree.nodes.first() else {
+        return Err(super::RunError::TaskGone(rel.to_string()));
+    };
+    let next = match &node.snap.plan {
+        Some(Ok(plan)) => {
+            sync_subtasks(run, rel, dir, plan, &node.decision)?;
+            let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+            ready_rows(run, rel, plan, &tree, &[])
+                .first()
+                .map(|name| format!("{rel}/subtasks/{name}"))
+        }
+        _ => node
+            .children
+            .iter()
+            .map(|c| &tree.nodes[*c])
+            .find(|c| !c.state().is_terminal())
+            .map(|c| c.rel.clone()),
+    };
+    let Some(child) = next else {
+        let reason = format!("no sub-task of {rel} can run now (each waits on another)");
+        return Ok(stopped(StopKind::NeedsHuman, reason));
+    };
+    Ok(match drive(run, &child, false)? {
+        // The parent goes on after this sub-task: the step is done either way.
+        Outcome::Complete => Outcome::Stepped { task: child },
+        other => other,
+    })
+}
+
+/// Drive the non-terminal sub-tasks made by hand (a task without DECOMPOSITION.md), one after
+/// another. Returns a stop when one needs a human or the run must end.
+fn run_children(run: &Run<'_>, tree: &TaskTree) -> super::Result<Option<Outcome>> {
+    let Some(node) = tree.nodes.first() else {
+        return Ok(None);
+    };
+    for c in &node.children {
+        let child = &tree.nodes[*c];
+        if child.state().is_terminal() {
+            continue;
+        }
+        run.progress.event(
+            "subtask_started",
+            json!({"task": child.rel, "parent": node.rel, "wave": null}),
+            || {
+                format!(
+                    "▶ {}: sub-task started (made by hand, not in a plan)",
+                    child.rel
+                )
+            },
+        );
+        match drive(run, &child.rel, false)? {
+            Outcome::Complete => {}
+            other => return Ok(Some(other)),
+        }
+    }
+    Ok(None)
 }
 
 /// Run one phase and judge what it left: `Ok(tree)` (the folder as read after the phase)
@@ -257,8 +398,9 @@ fn one_phase(
     phase: Phase,
     ws: Option<&Workspace>,
     given: crate::store::inputs::Hashes,
+    note: Option<&str>,
 ) -> super::Result<Result<TaskTree, Outcome>> {
-    let pr = run_phase(run, phase, rel, dir, ws)?;
+    let pr = run_phase_noted(run, phase, rel, dir, ws, note)?;
     // What the phase was given (hashed as it was given): an input edited later makes the
     // artifact stale. Recorded before the folder is read again, which judges staleness.
     if dir.join(phase.artifact().file_name()).exists() {
@@ -354,6 +496,17 @@ fn one_phase(
     Ok(Ok(tree))
 }
 
+/// The hashes of the artifacts a phase is given (every earlier one present), as it starts.
+fn inputs_given(dir: &Path, node: &TaskNode, phase: Phase) -> crate::store::inputs::Hashes {
+    let inputs: Vec<Artifact> = node
+        .snap
+        .artifacts
+        .iter()
+        .filter(|a| *a < phase.artifact())
+        .collect();
+    crate::task::gates::hashes(dir, &inputs)
+}
+
 /// The parent of a sub-task's path (`a/subtasks/b` → `a`).
 fn parent_of(rel: &str) -> Option<&str> {
     rel.rsplit_once("/subtasks/").map(|(parent, _)| parent)
@@ -418,6 +571,56 @@ fn usage_note(rep: &super::adapter::PhaseReport) -> String {
         s.push_str(&format!(", ${c:.4}"));
     }
     s
+}
+
+/// The sub-tasks of a plan that may start now, wave by wave: not terminal, not running, not
+/// blocked, every dependency terminal, and no `Files` overlap with one running.
+fn ready_rows(
+    run: &Run<'_>,
+    parent_rel: &str,
+    plan: &Plan,
+    tree: &TaskTree,
+    running: &[String],
+) -> Vec<String> {
+    let state_of = |name: &str| {
+        tree.find(&format!("{parent_rel}/subtasks/{name}"))
+            .map(|i| tree.nodes[i].state())
+    };
+    let blocked = tree
+        .nodes
+        .first()
+        .map(|n| n.decision.blocked.clone())
+        .unwrap_or_default();
+    let is_blocked = |name: &str| blocked.iter().any(|(b, _)| b == name);
+    // Seed 001: no sub-task of a wave starts before every sub-task of the earlier waves is
+    // complete or blocked (`- **Wave barrier**: dependencies` only waits for its own).
+    let strict = run.settings.text(Key::WaveBarrier) != Some("dependencies");
+    let earlier_done =
+        |wave: u32| {
+            !strict
+                || plan.rows.iter().filter(|r| r.wave < wave).all(|r| {
+                    is_blocked(&r.name) || state_of(&r.name).is_some_and(State::is_terminal)
+                })
+        };
+    let mut rows: Vec<_> = plan.rows.iter().collect();
+    rows.sort_by_key(|r| r.wave);
+    rows.into_iter()
+        .filter(|row| {
+            earlier_done(row.wave)
+                && !running.contains(&row.name)
+                && state_of(&row.name).is_some_and(|s| !s.is_terminal())
+                && !blocked.iter().any(|(b, _)| *b == row.name)
+                && row
+                    .depends_on
+                    .iter()
+                    .all(|d| state_of(d).is_some_and(State::is_terminal))
+                && !running.iter().any(|r| {
+                    plan.row(r)
+                        .is_some_and(|other| files_overlap(&row.files, &other.files))
+                })
+        })
+        .map(|row| row.name.clone())
+        .collect()
 }
 
 /// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
@@ -508,31 +711,20 @@ fn run_waves(
                             .filter(|r| r.wave < wave)
                             .all(|r| gated.contains(&r.wave))
                 };
-                let blocked = tree
-                    .nodes
-                    .first()
-                    .map(|n| n.decision.blocked.clone())
-                    .unwrap_or_default();
-                let mut rows: Vec<_> = plan.rows.iter().collect();
-                rows.sort_by_key(|r| r.wave);
-                for row in rows {
+                for name in ready_rows(run, parent_rel, plan, &tree, &running) {
                     if running.len() >= run.limits.jobs || parent_stop.is_some() {
                         break;
                     }
-                    let ready = !running.contains(&row.name)
-                        && !held.iter().any(|(h, _, _)| *h == row.name)
-                        && state_of(&row.name).is_some_and(|s| !s.is_terminal())
-                        && !blocked.iter().any(|(b, _)| *b == row.name)
-                        && gate_open(row.wave)
-                        && row
-                            .depends_on
-                            .iter()
-                            .all(|d| state_of(d).is_some_and(State::is_terminal))
-                        && !running.iter().any(|r| {
+                    let Some(row) = plan.row(&name) else { continue };
+                    // Two ready rows may overlap each other: check against those started now.
+                    // A held sub-task waits for a person; a later wave waits for its gate.
+                    if held.iter().any(|(h, _, _)| *h == row.name)
+                        || !gate_open(row.wave)
+                        || running.iter().any(|r| {
                             plan.row(r)
                                 .is_some_and(|other| files_overlap(&row.files, &other.files))
-                        });
-                    if !ready {
+                        })
+                    {
                         continue;
                     }
                     running.push(row.name.clone());

@@ -7,6 +7,7 @@ pub mod driver;
 pub mod isolation;
 pub mod notify;
 pub mod phase;
+pub mod preflight;
 pub mod progress;
 pub mod record;
 pub mod subtasks;
@@ -73,6 +74,8 @@ pub struct Run<'a> {
     pub slots: Slots,
     /// Worktree isolation, when on.
     pub isolation: Option<&'a isolation::Isolation>,
+    /// `--step`: run exactly one phase, whatever the Autopilot setting.
+    pub step: bool,
 }
 
 /// A counting semaphore: the number of agent processes running at once.
@@ -152,5 +155,12 @@ pub fn end_of(end: &AgentEnd) -> crate::decide::End {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Complete,
-    Stopped { kind: StopKind, reason: String },
+    Stopped {
+        kind: StopKind,
+        reason: String,
+    },
+    /// `--step`: one phase ran and the task goes on; `task` is the one whose phase ran.
+    Stepped {
+        task: String,
+    },
 }

@@ -142,12 +142,29 @@ pub fn run_phase(
     task_dir: &Path,
     ws: Option<&Workspace>,
 ) -> super::Result<PhaseRun> {
+    run_phase_noted(run, phase, task_rel, task_dir, ws, None)
+}
+
+/// [`run_phase`] with a note appended to the prompt (why the phase runs again).
+pub fn run_phase_noted(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+    ws: Option<&Workspace>,
+    note: Option<&str>,
+) -> super::Result<PhaseRun> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let attempt = next_attempt(&logs, phase.word());
     let log = logs.join(format!("{}-{attempt}.log", phase.word()));
     let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
-    let prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
+    let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
+    if let Some(note) = note {
+        prompt.push_str("\n\n");
+        prompt.push_str(note.trim_end());
+        prompt.push('\n');
+    }
     crate::fsx::write_atomic(&prompt_file, prompt.as_bytes())?;
     let artifact = task_dir.join(phase.artifact().file_name());
     let mut env: Vec<(String, String)> = [
@@ -313,7 +330,8 @@ pub fn run_verify(
             StopKind::VerifyFailed,
             format!(
                 "verify command `{command}` failed ({}); see {rel_log}",
-                outcome.end.describe()
+                // It is the verify command that exited, not the agent.
+                outcome.end.describe().replacen("agent ", "", 1)
             ),
         )),
         other => Some(super::stop_for(other).map_or(

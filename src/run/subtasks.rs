@@ -43,6 +43,21 @@ pub fn sync_subtasks(
         // A decomposition is being applied: size the sub-tasks with a fresh detection.
         let _ = crate::detect::invalidate_cache(project);
         let vram = crate::detect::detect(run.settings, false);
+        // Seed 000: report the detection results, on screen and in the parent's log.
+        let block = crate::detect::render_human(&vram);
+        run.progress.event(
+            "vram_detected",
+            json!({"task": parent_rel, "max_peak_context_kb": vram.max_peak_context_kb,
+                   "recommended_kb": vram.recommended_kb, "source": vram.source.as_str()}),
+            || format!("{parent_rel}: {}", block.trim_end()),
+        );
+        let logs = parent_dir.join("logs");
+        std::fs::create_dir_all(&logs)?;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(logs.join("vram-detection.log"))?;
+        std::io::Write::write_all(&mut f, format!("{}\n", block.trim_end()).as_bytes())?;
         for name in &unfinished {
             let Some(row) = plan.row(name) else { continue };
             let dir = parent_dir.join(SUBTASKS_DIR).join(name);

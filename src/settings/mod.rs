@@ -289,6 +289,14 @@ registry! {
         Kind::Count,
         None,
         "agents running at once, across all sub-tasks and levels";
+    WaveBarrier => "waves.barrier",
+        ConfigMd,
+        "Waves",
+        "Wave barrier",
+        "strict",
+        Kind::Choice(&["strict", "dependencies"]),
+        None,
+        "strict: no sub-task of wave N+1 starts before every sub-task of wave N is complete or blocked (seed 001); dependencies: a sub-task starts once its own dependencies end";
     AutoDetect => "vram.auto_detect",
         ConfigMd,
         "VRAM Configuration",

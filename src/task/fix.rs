@@ -21,6 +21,9 @@ pub struct FixTask {
     pub item: String,
     /// The task it came from.
     pub from: String,
+    /// The fix task's state, once it exists (absent: manual mode has not created it yet).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'static str>,
 }
 
 /// The fix/review/tiebreak tasks a failed verdict of `tree.nodes[index]` calls for.
@@ -59,6 +62,7 @@ pub fn planned_fix_tasks(tree: &TaskTree, index: usize) -> Vec<FixTask> {
             kind,
             item: item.to_string(),
             from: node.rel.clone(),
+            state: None,
         });
     };
     match node.parent {
@@ -93,6 +97,9 @@ pub fn planned_fix_tasks(tree: &TaskTree, index: usize) -> Vec<FixTask> {
                 push("tiebreak", &node.name, &item_slug(item), item);
             }
         }
+    }
+    for f in &mut out {
+        f.state = tree.find(&f.path).map(|i| tree.nodes[i].state().word());
     }
     out
 }
