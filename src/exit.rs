@@ -28,6 +28,9 @@ pub const VERIFY_FAILED: u8 = 17;
 pub const SUBTASKS_FAILED: u8 = 18;
 /// `orchestrate`: the task already needed a human before this run started.
 pub const NEEDS_HUMAN: u8 = 19;
+/// `orchestrate "…"` found no project (no `.automaton/` or `tasks/` here or above, and no
+/// `--project`), or would create one inside a task folder (EX_NOINPUT).
+pub const NO_PROJECT: u8 = 66;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT) or SIGTERM; every child was stopped.

@@ -4,7 +4,10 @@
 mod config;
 mod detect_vram;
 mod graph;
+mod init;
 mod orchestrate;
+mod project;
+mod shell;
 mod status;
 mod task;
 
@@ -18,6 +21,8 @@ use std::process::ExitCode;
 pub struct Ctx {
     pub project: PathBuf,
     pub color: cli::ColorWhen,
+    /// How the project was found: `--project`, discovered upward, or not at all.
+    pub found: project::Found,
 }
 
 impl Ctx {
@@ -33,10 +38,13 @@ impl Ctx {
     }
 
     /// How to spell `automaton` commands for this project (with `--project` when it is not
-    /// the current folder).
+    /// the current folder, unless it was discovered from there: then a plain `automaton` run
+    /// from the same folder finds it again).
     pub fn command_prefix(&self) -> String {
         let cwd = std::env::current_dir().ok();
-        if cwd.as_deref() == Some(self.project.as_path()) {
+        if self.found == project::Found::Discovered
+            || cwd.as_deref() == Some(self.project.as_path())
+        {
             "automaton".into()
         } else {
             format!(
@@ -66,21 +74,52 @@ pub fn main() -> ExitCode {
             let code = e
                 .downcast_ref::<exit::Failure>()
                 .map_or(exit::ERROR, |f| f.code);
-            eprintln!("error: {e:#}");
+            if json_mode(&cli.command) {
+                println!("{}", json_error(&e, code));
+            } else {
+                eprintln!("error: {e:#}");
+            }
             code
         }
     };
     ExitCode::from(code)
 }
 
+/// Whether the command was asked for JSON: then an error is printed as a JSON object on stdout
+/// (see [`json_error`]) instead of an `error:` line on stderr.
+fn json_mode(command: &cli::Command) -> bool {
+    match command {
+        cli::Command::Status(a) => a.json,
+        cli::Command::Orchestrate(a) => a.json,
+        cli::Command::Continue(a) => a.json,
+        cli::Command::Task(cli::TaskCommand::Create(a)) => a.json,
+        cli::Command::Config(a) => a.json,
+        cli::Command::Init(a) => a.json,
+        _ => false,
+    }
+}
+
+/// `{"event": "error", "error": "...", "exit_code": n}`, one line.
+fn json_error(e: &anyhow::Error, code: u8) -> String {
+    serde_json::json!({"event": "error", "error": format!("{e:#}"), "exit_code": code}).to_string()
+}
+
 fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
-    let project = std::path::absolute(&cli.project)?;
+    // Commands that need no project.
+    match &cli.command {
+        cli::Command::Completions(args) => return shell::completions_command(args),
+        cli::Command::Man => return shell::man_command(),
+        cli::Command::Init(args) => return init::init_command(cli.project.as_deref(), args),
+        _ => {}
+    }
+    let (project, found) = project::locate(cli.project.as_deref())?;
     if !project.is_dir() {
         anyhow::bail!("project folder {} does not exist", project.display());
     }
     let ctx = Ctx {
         project,
         color: cli.color,
+        found,
     };
     match &cli.command {
         cli::Command::Status(args) => status::status_command(&ctx, args),
@@ -89,12 +128,35 @@ fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
             "`continue` takes no description; to start a task: automaton orchestrate \"describe it\"",
         )
         .into()),
-        cli::Command::Orchestrate(args) | cli::Command::Continue(args) => {
+        cli::Command::Continue(args) => {
+            project::check_may_create(&ctx.project, ctx.found)?;
+            orchestrate::orchestrate_command(&ctx, &continue_as_orchestrate(args))
+        }
+        cli::Command::Orchestrate(args) => {
+            project::check_may_create(&ctx.project, ctx.found)?;
             orchestrate::orchestrate_command(&ctx, args)
         }
         cli::Command::Task(cli::TaskCommand::Create(args)) => task::create_command(&ctx, args),
         cli::Command::Config(args) => config::config_command(&ctx, args),
         cli::Command::DetectVram(args) => detect_vram::detect_command(&ctx, args),
         cli::Command::Graph(args) => graph::graph_command(&ctx, args),
+        cli::Command::Init(_) | cli::Command::Completions(_) | cli::Command::Man => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// `continue` is `orchestrate` without a description.
+fn continue_as_orchestrate(args: &cli::ContinueArgs) -> cli::OrchestrateArgs {
+    cli::OrchestrateArgs {
+        agent: args.agent.clone(),
+        max_iterations: args.max_iterations,
+        max_phase_time: args.max_phase_time.clone(),
+        max_total_time: args.max_total_time.clone(),
+        stall_timeout: args.stall_timeout.clone(),
+        jobs: args.jobs,
+        json: args.json,
+        quiet: args.quiet,
+        ..cli::OrchestrateArgs::default()
     }
 }
