@@ -399,3 +399,271 @@ fn dash_c_is_the_short_form_of_project() {
         stdout(&out)
     );
 }
+
+// ---- 7. forgiving diagnostics ----
+
+#[test]
+fn status_and_config_run_with_a_bad_value_and_orchestrate_refuses() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "## VRAM Configuration\n\n- **Headroom**: lots\n",
+    );
+    p.write(".automaton/.agent.md", "## Agent\n- **Autopilot**: maybe\n");
+    let out = p.cmd().arg("status").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("config.md:3: `Headroom`: expected a percentage"),
+        "{err}"
+    );
+    assert!(
+        err.contains(".agent.md:2: `Autopilot`: expected yes/no"),
+        "{err}"
+    );
+    assert!(stdout(&out).contains("No tasks yet"), "{}", stdout(&out));
+
+    let doc = p.status_json();
+    let warnings = doc["warnings"].to_string();
+    assert!(warnings.contains("config.md:3: `Headroom`"), "{doc}");
+
+    let out = p.cmd().arg("config").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("^ error: ")
+            && text.contains("config.md:3: `Headroom`: expected a percentage"),
+        "{text}"
+    );
+    let out = p.cmd().args(["config", "--json"]).output().unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let headroom = doc["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "vram.headroom")
+        .unwrap()
+        .clone();
+    assert!(
+        headroom["error"].as_str().unwrap().contains("config.md:3"),
+        "{doc}"
+    );
+
+    p.orchestrate()
+        .arg("x")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "config.md:3: `Headroom`: expected a percentage",
+        ));
+    assert!(!p.join("tasks/x").exists());
+}
+
+/// The warnings `status` prints for these settings files.
+fn warnings_for(config_md: &str, agent_md: &str) -> String {
+    let p = Project::new();
+    p.write(".automaton/config.md", config_md);
+    p.write(".automaton/.agent.md", agent_md);
+    let out = p.cmd().arg("status").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    stderr(&out)
+}
+
+#[test]
+fn misspelled_sections_and_keys_get_a_did_you_mean() {
+    let err = warnings_for(
+        "# Project\n\n## Phasez\n- **Design**: No\n\n## Limits\n- **Max iteration**: 3\n",
+        "## Agent\n- **Agent comand**: ./a.sh\n",
+    );
+    assert!(
+        err.contains("config.md:3: unknown section `## Phasez`; did you mean `## Phases`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("config.md:7: unknown key `Max iteration` in section `Limits` (ignored); did you mean `Max iterations`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains(".agent.md:2: unknown key `Agent comand` in section `Agent` (ignored); did you mean `Agent command`?"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_setting_in_the_wrong_file_or_without_bullet_form_is_named() {
+    let err = warnings_for(
+        "## Limits\nMax iterations: 5\n\n## Agent\n- **Jobs**: 2\n",
+        "## Agent\nAgent command: ./run.sh\n- **Jobs**: 3\n\n## Limits\n- **Max iterations**: 3\n",
+    );
+    assert!(
+        err.contains(
+            "config.md:2: `Max iterations: 5` is not read: settings are bullets like `- **Max iterations**: 5`"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("config.md:5: unknown key `Jobs` in section `Agent` (ignored); `Jobs` belongs in config.md, under `## Limits`"),
+        "{err}"
+    );
+    assert!(err.contains("`- **Agent command**: ./run.sh`"), "{err}");
+    assert!(
+        err.contains(".agent.md:3: unknown key `Jobs` in section `Agent` (ignored); `Jobs` belongs in config.md, under `## Limits`"),
+        "{err}"
+    );
+    // A config.md section in .agent.md.
+    assert!(
+        err.contains(".agent.md:6: `Max iterations` is a config.md setting: it is ignored in .agent.md (put it in config.md, under `## Limits`)"),
+        "{err}"
+    );
+    // Prose and well-formed files stay quiet.
+    let err = warnings_for(
+        "# Notes\n\nWhy: we like short phases.\n\n## Limits\n- **Jobs**: 2\n",
+        "# Agent\n\n## Agent\n- **Agent command**: ./run.sh\n",
+    );
+    assert_eq!(err, "");
+}
+
+// ---- 9. conventions ----
+
+#[test]
+fn completions_print_a_script_for_each_shell() {
+    let p = Project::new();
+    let out = p.cmd().args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("_automaton()"), "{text}");
+    assert!(text.contains("complete -F _automaton"), "{text}");
+    assert!(
+        text.contains("orchestrate") && text.contains("init"),
+        "{text}"
+    );
+    for (shell, mark) in [
+        ("zsh", "#compdef automaton"),
+        ("fish", "complete -c automaton"),
+        ("elvish", "edit:completion:arg-completer[automaton]"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let out = p.cmd().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}: {}", stderr(&out));
+        assert!(stdout(&out).contains(mark), "{shell}: {}", stdout(&out));
+    }
+    // They need no project.
+    let empty = tempfile::tempdir().unwrap();
+    bare(&p, empty.path())
+        .args(["completions", "bash"])
+        .assert()
+        .success();
+    assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn man_prints_a_roff_page() {
+    let p = Project::new();
+    let out = p.cmd().arg("man").output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(".ie") || text.contains(".TH automaton 1"),
+        "{text}"
+    );
+    assert!(text.contains(".TH automaton 1"), "{text}");
+    assert!(text.contains(".SH NAME"), "{text}");
+    assert!(text.contains("orchestrate"), "{text}");
+}
+
+#[test]
+fn task_create_json_and_json_errors() {
+    let p = Project::new();
+    let out = p
+        .cmd()
+        .args(["task", "create", "auth", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["created"], "tasks/auth");
+    assert_eq!(doc["state"], "new");
+    assert_eq!(doc["dir"], p.join("tasks/auth").display().to_string());
+
+    // In --json mode an error is a JSON object on stdout, with the exit code.
+    let json_error = |args: &[&str], cwd: &Path, code: i32| {
+        let out = bare(&p, cwd).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stdout(&out));
+        assert_eq!(stderr(&out), "", "{args:?}");
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stdout(&out)));
+        assert_eq!(doc["event"], "error");
+        assert_eq!(doc["exit_code"], code);
+        doc["error"].as_str().unwrap().to_string()
+    };
+    let msg = json_error(&["task", "create", "auth", "--json"], p.path(), 1);
+    assert!(msg.contains("already exists"), "{msg}");
+    let msg = json_error(
+        &["task", "create", "x", "--at", "bogus", "--json"],
+        p.path(),
+        1,
+    );
+    assert!(msg.contains("unknown state `bogus`"), "{msg}");
+    let missing = p.join("no-such-folder");
+    let msg = json_error(
+        &["-C", missing.to_str().unwrap(), "status", "--json"],
+        p.path(),
+        1,
+    );
+    assert!(msg.contains("does not exist"), "{msg}");
+    let msg = json_error(&["init", "--json"], &p.join("tasks/auth"), 66);
+    assert!(msg.contains("inside the task folder"), "{msg}");
+}
+
+#[test]
+fn help_texts_say_what_the_commands_take_and_do() {
+    let p = Project::new();
+    let out = p.cmd().args(["continue", "--help"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(!text.contains("DESCRIPTION"), "{text}");
+    assert!(text.contains("--max-phase-time"), "{text}");
+    let out = p.cmd().args(["orchestrate", "--help"]).output().unwrap();
+    assert!(stdout(&out).contains("[DESCRIPTION]"));
+    let out = p.cmd().args(["task", "--help"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(!text.contains("inspect or change"), "{text}");
+    assert!(text.contains("Create task folders"), "{text}");
+    let out = p.cmd().arg("--help").output().unwrap();
+    let text = stdout(&out);
+    assert!(!text.contains("inspect or change"), "{text}");
+    assert!(text.contains("-C, --project <DIR>"), "{text}");
+}
+
+#[test]
+fn zero_durations_are_refused() {
+    let p = Project::new();
+    for flag in ["--max-phase-time", "--max-total-time", "--stall-timeout"] {
+        for zero in ["0", "0s", "0m"] {
+            p.orchestrate()
+                .args([flag, zero, "x"])
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(format!("flag {flag}: `")))
+                .stderr(predicate::str::contains("expected a duration above 0"));
+        }
+    }
+    p.cmd()
+        .env("AUTOMATON_AGENT", common::agent_command())
+        .args(["continue", "--max-phase-time", "0"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("expected a duration above 0"));
+    assert!(!p.join("tasks").exists());
+    p.write(
+        ".automaton/config.md",
+        "## Limits\n- **Stall timeout**: 0s\n",
+    );
+    p.orchestrate()
+        .arg("x")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "config.md:2: `Stall timeout`: expected a duration above 0",
+        ));
+    assert!(!p.join("tasks/x").exists());
+}

@@ -10,8 +10,11 @@ use crate::settings::Settings;
 use crate::task::TaskTree;
 
 pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
-    let settings = Settings::load(&ctx.project)?;
+    // A bad value is reported, not fatal: the report still runs (orchestrate refuses).
+    let settings = Settings::load_lenient(&ctx.project)?;
+    let invalid = super::config::invalid_warnings(&settings);
     print_warnings(&settings.warnings);
+    print_warnings(&invalid);
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
     print_warnings(&tree.warnings);
     let prefix = ctx.command_prefix();
@@ -19,6 +22,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> anyhow::Result<u8> {
         let warnings: Vec<String> = settings
             .warnings
             .iter()
+            .chain(&invalid)
             .chain(&tree.warnings)
             .cloned()
             .collect();
