@@ -667,3 +667,18 @@ fn zero_durations_are_refused() {
         ));
     assert!(!p.join("tasks/x").exists());
 }
+
+#[test]
+fn init_files_snapshot() {
+    for agent in ["command", "claude", "gemini"] {
+        let p = Project::new();
+        p.cmd().args(["init", "--agent", agent]).assert().success();
+        insta::assert_snapshot!(
+            format!("init_{agent}_agent_md"),
+            p.read(".automaton/.agent.md")
+        );
+        if agent == "command" {
+            insta::assert_snapshot!("init_config_md", p.read(".automaton/config.md"));
+        }
+    }
+}
