@@ -10,14 +10,18 @@ Tasks live in folders: tasks/<name>/ and .automaton/tasks/<name>/, sub-tasks und
   -> IMPLEMENTATION.md -> BUG_REPORT.md -> ADVERSARIAL_BUG_REPORT.md -> DOC_REVIEW.md -> VERDICT.md
 
 Examples:
+  automaton init                              set up .automaton/ for the agent CLI on PATH
   automaton orchestrate \"add user auth\"     create tasks/add-user-auth and drive it
   automaton orchestrate                       continue the most advanced task
   automaton status                            every task, its state and the next command
   automaton status --json | jq '.tasks[]'     the same for scripts
   automaton detect-vram --human               GPU/RAM/context budget
 
-Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-22 human intervention needed,
-75 project locked, 130 interrupted).";
+Without --project/-C, the project is the nearest folder at or above the working directory that
+holds .automaton/ or tasks/.
+
+Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-25 human intervention needed or
+refused, 66 no project, 75 project locked, 130 interrupted).";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -27,9 +31,10 @@ Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-22 human interve
     after_help = AFTER_HELP
 )]
 pub struct Cli {
-    /// Project root (holds tasks/ and .automaton/)
-    #[arg(long, global = true, value_name = "DIR", default_value = ".")]
-    pub project: PathBuf,
+    /// Project root (holds tasks/ and .automaton/). Without it, the nearest folder upward
+    /// from the working directory that holds .automaton/ or tasks/ (as cargo finds Cargo.toml)
+    #[arg(long, short = 'C', global = true, value_name = "DIR")]
+    pub project: Option<PathBuf>,
 
     /// When to use colour; NO_COLOR in the environment means never for `auto`
     #[arg(long, global = true, value_enum, default_value_t = ColorWhen::Auto)]
@@ -53,8 +58,8 @@ pub enum Command {
     /// Drive a task through its phases with an agent command (autopilot)
     Orchestrate(OrchestrateArgs),
     /// Continue the most advanced unfinished task (same as `orchestrate` with no description)
-    Continue(OrchestrateArgs),
-    /// Create, inspect or change task folders
+    Continue(ContinueArgs),
+    /// Create task folders (`task create`)
     #[command(subcommand)]
     Task(TaskCommand),
     /// Print every effective setting and where it came from (file:line, env, or default)
@@ -77,6 +82,12 @@ pub enum Command {
     /// Set a task back to a phase: that phase's artifact and every later one move to
     /// logs/superseded/<n>/, and `orchestrate` builds them again
     Rerun(RerunArgs),
+    /// Set up a project: write a commented .automaton/.agent.md and .automaton/config.md
+    Init(InitArgs),
+    /// Print a shell completion script (e.g. `automaton completions bash > ~/.local/share/bash-completion/completions/automaton`)
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) on stdout (e.g. `automaton man > automaton.1`)
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -124,9 +135,37 @@ pub struct RerunArgs {
     pub from: String,
 }
 
+/// The agent CLIs `init` can set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InitAgent {
+    Claude,
+    Codex,
+    Aider,
+    Gemini,
+    Command,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The agent to set up; without it, the first of claude, codex, aider, gemini found on
+    /// PATH, else `command` (with the demo agent as a commented example)
+    #[arg(long, value_enum, value_name = "AGENT")]
+    pub agent: Option<InitAgent>,
+    /// Print one JSON object (files written and kept, agent, next commands); errors as JSON too
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Print one JSON document (schema in the README) instead of the report
+    /// Print one JSON document (schema in the README) instead of the report; errors as JSON too
     #[arg(long)]
     pub json: bool,
 }
@@ -145,6 +184,9 @@ pub struct TaskCreateArgs {
     /// The state the task starts at (a .state word: new, design, implement, bug_find, ...)
     #[arg(long, value_name = "STATE", default_value = "new")]
     pub at: String,
+    /// Print one JSON object (`created`, `state`, `dir`) instead of a line; errors as JSON too
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -226,6 +268,39 @@ pub struct OrchestrateArgs {
     /// Isolation: `worktree` (a git worktree and branch per task), `none`, or `auto`
     #[arg(long, value_name = "MODE", value_parser = ["auto", "worktree", "none"])]
     pub isolation: Option<String>,
+    /// Emit one JSON event per line on stdout (for CI)
+    #[arg(long)]
+    pub json: bool,
+    /// No progress output; the final lines and errors still print
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// `continue`: the run flags of `orchestrate`, without a description (and without `--task`
+/// or `--manual`, which `orchestrate` has).
+#[derive(Debug, Args, Default)]
+pub struct ContinueArgs {
+    /// Not accepted: only here to answer `continue "…"` with a pointer to `orchestrate`
+    #[arg(hide = true)]
+    pub description: Option<String>,
+    /// Agent command line (run with `sh -c`); overrides AUTOMATON_AGENT and .agent.md
+    #[arg(long, value_name = "CMD")]
+    pub agent: Option<String>,
+    /// Phases a task may run in this invocation before a human must look [default: 10]
+    #[arg(long, value_name = "N")]
+    pub max_iterations: Option<u32>,
+    /// Time cap for one phase, e.g. 90s, 45m, 1h [default: 1h]
+    #[arg(long, value_name = "DURATION")]
+    pub max_phase_time: Option<String>,
+    /// Time cap for the whole run [default: 24h]
+    #[arg(long, value_name = "DURATION")]
+    pub max_total_time: Option<String>,
+    /// Stop an agent whose output has not grown for this long [default: 10m]
+    #[arg(long, value_name = "DURATION")]
+    pub stall_timeout: Option<String>,
+    /// Agents running at once, across all sub-tasks and levels [default: 4]
+    #[arg(long, short = 'j', value_name = "N")]
+    pub jobs: Option<usize>,
     /// Emit one JSON event per line on stdout (for CI)
     #[arg(long)]
     pub json: bool,

@@ -48,6 +48,9 @@ pub const AGENT_NOT_FOUND: u8 = 24;
 /// printed, and tasks the run was asked about are not complete yet: they wait for a person to
 /// run their next step.
 pub const WAITING: u8 = 25;
+/// `orchestrate "…"` found no project (no `.automaton/` or `tasks/` here or above, and no
+/// `--project`), or would create one inside a task folder (EX_NOINPUT).
+pub const NO_PROJECT: u8 = 66;
 /// Another `automaton orchestrate` holds the project lock (EX_TEMPFAIL).
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP; every child was stopped.

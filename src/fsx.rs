@@ -36,6 +36,34 @@ fn write_atomic_inner(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Write a new file atomically, never replacing one: `Ok(false)` (and nothing written) when
+/// `path` already exists, even if it appeared while this was writing.
+pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    if fs::symlink_metadata(path).is_ok() {
+        return Ok(false);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::create_dir_all(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".automaton-tmp-")
+        .permissions(fs::Permissions::from_mode(0o644))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => {}
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) => return Err(e.error),
+    }
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(true)
+}
+
 /// Read at most `limit` bytes of a file. Returns the bytes and whether the file was longer.
 pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
     let file = fs::File::open(path)?;
@@ -88,5 +116,15 @@ mod tests {
                 .starts_with(&format!("cannot write {}: ", p.display())),
             "{e}"
         );
+    }
+
+    #[test]
+    fn create_atomic_never_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x/new.md");
+        assert!(create_atomic(&p, b"one").unwrap());
+        assert!(!create_atomic(&p, b"two").unwrap());
+        assert_eq!(fs::read(&p).unwrap(), b"one");
+        assert_eq!(fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
     }
 }

@@ -115,15 +115,16 @@ fn a_bad_kill_grace_is_an_error_naming_the_variable() {
     );
     assert!(out.stdout.is_empty());
     assert!(!p.join("tasks").exists(), "nothing was created");
-    // Every command reads the settings, so every command says so.
+    // Reports still run with a bad value (issue 15), and say so; orchestrate refuses (above).
     p.cmd()
         .arg("status")
         .env("AUTOMATON_CONTRACT_GRACE", "1 fortnight")
         .assert()
-        .code(1)
-        .stderr(predicates::str::starts_with(
-            "error: environment variable AUTOMATON_CONTRACT_GRACE: expected a duration",
-        ));
+        .code(0)
+        .stderr(
+            "warning: environment variable AUTOMATON_CONTRACT_GRACE: expected a duration like \
+             90s, 45m or 24h, not `1 fortnight` (orchestrate refuses to run until it is fixed)\n",
+        );
 }
 
 #[test]

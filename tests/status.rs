@@ -306,8 +306,16 @@ fn config_shows_origins_and_names_bad_values() {
         ".automaton/config.md",
         "## VRAM Configuration\n- **Headroom**: lots\n",
     );
+    // Issue 15: `status` still runs and shows the error at its line; `orchestrate` refuses.
     p.cmd()
         .arg("status")
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(
+            "config.md:2: `Headroom`: expected a percentage",
+        ));
+    p.orchestrate()
+        .arg("x")
         .assert()
         .code(1)
         .stderr(predicate::str::contains(

@@ -4,24 +4,46 @@ use super::{Ctx, out};
 use crate::cli::ConfigArgs;
 use crate::settings::Settings;
 
+/// One warning line per setting that could not be read (see [`Settings::load_lenient`]).
+pub fn invalid_warnings(settings: &Settings) -> Vec<String> {
+    settings
+        .invalid
+        .iter()
+        .map(|(_, e)| format!("{e} (orchestrate refuses to run until it is fixed)"))
+        .collect()
+}
+
 pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
-    let settings = Settings::load(&ctx.project)?;
-    for w in &settings.warnings {
+    // A bad value is shown in the listing, not fatal (orchestrate refuses it).
+    let settings = Settings::load_lenient(&ctx.project)?;
+    for w in settings.warnings.iter().chain(&invalid_warnings(&settings)) {
         eprintln!("warning: {w}");
     }
+    let error_of = |id: &str| {
+        settings
+            .invalid
+            .iter()
+            .filter(|(i, _)| *i == id)
+            .map(|(_, e)| e.clone())
+            .next_back()
+    };
     if args.json {
         let items: Vec<_> = settings
             .all()
             .iter()
             .map(|r| {
-                serde_json::json!({
+                let mut item = serde_json::json!({
                     "id": r.spec.id,
                     "file": r.spec.file.name(),
                     "section": r.spec.section,
                     "key": r.spec.key,
                     "value": crate::settings::value::redact(&r.raw),
                     "origin": r.origin.to_string(),
-                })
+                });
+                if let Some(e) = error_of(r.spec.id) {
+                    item["error"] = e.into();
+                }
+                item
             })
             .collect();
         out::println(serde_json::to_string_pretty(
@@ -45,6 +67,9 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
             "  {:<30} {:<24} # {}",
             r.spec.key, shown, r.origin
         ))?;
+        if let Some(e) = error_of(r.spec.id) {
+            out::println(format_args!("  {:<30} ^ error: {e}", ""))?;
+        }
     }
     Ok(crate::exit::OK)
 }

@@ -52,6 +52,9 @@ pub enum Error {
     /// A git step failed (names the command and folder).
     #[error(transparent)]
     Git(#[from] crate::git::GitError),
+    /// No project was found (or it would be inside a task folder), where one is needed.
+    #[error("{0}")]
+    NoProjectHere(String),
     /// The agent's program is not on PATH (names the setting and where it was set).
     #[error("{0}")]
     AgentNotFound(String),
@@ -69,6 +72,7 @@ impl Error {
             Error::Usage(_) => exit::USAGE,
             Error::Refused(_) => exit::REFUSED,
             Error::AgentNotFound(_) => exit::AGENT_NOT_FOUND,
+            Error::NoProjectHere(_) => exit::NO_PROJECT,
             Error::Settings(_)
             | Error::Task(_)
             | Error::Run(_)

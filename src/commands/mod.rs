@@ -6,9 +6,12 @@ mod detect_vram;
 mod error;
 mod gates;
 mod graph;
+mod init;
 mod isolation;
 mod orchestrate;
 pub mod out;
+mod project;
+mod shell;
 mod status;
 mod task;
 
@@ -24,6 +27,8 @@ use std::process::ExitCode;
 pub struct Ctx {
     pub project: PathBuf,
     pub color: cli::ColorWhen,
+    /// How the project was found: `--project`, discovered upward, or not at all.
+    pub found: project::Found,
 }
 
 impl Ctx {
@@ -39,10 +44,13 @@ impl Ctx {
     }
 
     /// How to spell `automaton` commands for this project (with `--project` when it is not
-    /// the current folder).
+    /// the current folder, unless it was discovered from there: then a plain `automaton` run
+    /// from the same folder finds it again).
     pub fn command_prefix(&self) -> String {
         let cwd = std::env::current_dir().ok();
-        if cwd.as_deref() == Some(self.project.as_path()) {
+        if self.found == project::Found::Discovered
+            || cwd.as_deref() == Some(self.project.as_path())
+        {
             "automaton".into()
         } else {
             format!(
@@ -72,24 +80,55 @@ pub fn main() -> ExitCode {
         // The reader went away (`automaton status | head -1`): done, quietly.
         Err(e) if e.is_quiet() => e.exit_code(),
         Err(e) => {
-            eprintln!("error: {e}");
-            e.exit_code()
+            let code = e.exit_code();
+            if json_mode(&cli.command) {
+                // A JSON error goes to stdout, as the reader of `--json` expects; if stdout
+                // is gone too, there is nobody left to tell.
+                let _ = out::println(json_error(&e, code));
+            } else {
+                eprintln!("error: {e}");
+            }
+            code
         }
     };
     ExitCode::from(code)
 }
 
+/// Whether the command was asked for JSON: then an error is printed as a JSON object on stdout
+/// (see [`json_error`]) instead of an `error:` line on stderr.
+fn json_mode(command: &cli::Command) -> bool {
+    match command {
+        cli::Command::Status(a) => a.json,
+        cli::Command::Orchestrate(a) => a.json,
+        cli::Command::Continue(a) => a.json,
+        cli::Command::Task(cli::TaskCommand::Create(a)) => a.json,
+        cli::Command::Config(a) => a.json,
+        cli::Command::Init(a) => a.json,
+        _ => false,
+    }
+}
+
+/// `{"event": "error", "error": "...", "exit_code": n}`, one line.
+fn json_error(e: &Error, code: u8) -> String {
+    serde_json::json!({"event": "error", "error": e.to_string(), "exit_code": code}).to_string()
+}
+
 fn run(cli: &cli::Cli) -> Result<u8> {
-    let project = std::path::absolute(&cli.project).map_err(|source| Error::ProjectPath {
-        path: cli.project.clone(),
-        source,
-    })?;
+    // Commands that need no project.
+    match &cli.command {
+        cli::Command::Completions(args) => return shell::completions_command(args),
+        cli::Command::Man => return shell::man_command(),
+        cli::Command::Init(args) => return init::init_command(cli.project.as_deref(), args),
+        _ => {}
+    }
+    let (project, found) = project::locate(cli.project.as_deref())?;
     if !project.is_dir() {
         return Err(Error::NoProject(project));
     }
     let ctx = Ctx {
         project,
         color: cli.color,
+        found,
     };
     match &cli.command {
         cli::Command::Status(args) => status::status_command(&ctx, args),
@@ -97,7 +136,12 @@ fn run(cli: &cli::Cli) -> Result<u8> {
             "`continue` takes no description; to start a task: automaton orchestrate \"describe it\""
                 .into(),
         )),
-        cli::Command::Orchestrate(args) | cli::Command::Continue(args) => {
+        cli::Command::Continue(args) => {
+            project::check_may_create(&ctx.project, ctx.found)?;
+            orchestrate::orchestrate_command(&ctx, &continue_as_orchestrate(args))
+        }
+        cli::Command::Orchestrate(args) => {
+            project::check_may_create(&ctx.project, ctx.found)?;
             orchestrate::orchestrate_command(&ctx, args)
         }
         cli::Command::Task(cli::TaskCommand::Create(args)) => task::create_command(&ctx, args),
@@ -109,5 +153,23 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Approve(args) => gates::approve_command(&ctx, args),
         cli::Command::Reject(args) => gates::reject_command(&ctx, args),
         cli::Command::Rerun(args) => gates::rerun_command(&ctx, args),
+        cli::Command::Init(_) | cli::Command::Completions(_) | cli::Command::Man => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// `continue` is `orchestrate` without a description.
+fn continue_as_orchestrate(args: &cli::ContinueArgs) -> cli::OrchestrateArgs {
+    cli::OrchestrateArgs {
+        agent: args.agent.clone(),
+        max_iterations: args.max_iterations,
+        max_phase_time: args.max_phase_time.clone(),
+        max_total_time: args.max_total_time.clone(),
+        stall_timeout: args.stall_timeout.clone(),
+        jobs: args.jobs,
+        json: args.json,
+        quiet: args.quiet,
+        ..cli::OrchestrateArgs::default()
     }
 }

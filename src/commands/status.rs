@@ -10,8 +10,11 @@ use crate::settings::Settings;
 use crate::task::TaskTree;
 
 pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
-    let settings = Settings::load(&ctx.project)?;
+    // A bad value is reported, not fatal: the report still runs (orchestrate refuses).
+    let settings = Settings::load_lenient(&ctx.project)?;
+    let invalid = super::config::invalid_warnings(&settings);
     print_warnings(&settings.warnings);
+    print_warnings(&invalid);
     let gates = crate::report::approval_gates(&settings);
     let mut tree = TaskTree::load(&ctx.project, &phase_config(&settings));
     tree.apply_gates(&gates);
@@ -24,6 +27,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
         let warnings: Vec<String> = settings
             .warnings
             .iter()
+            .chain(&invalid)
             .chain(&tree.warnings)
             .cloned()
             .collect();

@@ -26,6 +26,15 @@ pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> super::Result<u8> {
     )?;
     // Seed 000: a new task invalidates the VRAM detection cache.
     let _ = crate::detect::invalidate_cache(&ctx.project);
-    out::println(format_args!("created {rel} ({})", start.word()))?;
+    if args.json {
+        let doc = serde_json::json!({
+            "created": rel,
+            "state": start.word(),
+            "dir": ctx.project.join(&rel).display().to_string(),
+        });
+        out::println(doc)?;
+    } else {
+        out::println(format_args!("created {rel} ({})", start.word()))?;
+    }
     Ok(crate::exit::OK)
 }

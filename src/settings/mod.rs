@@ -3,6 +3,7 @@
 //! Every effective value remembers where it came from, so `automaton config` can say.
 
 mod builtin;
+pub mod diagnose;
 pub mod markdown;
 pub mod value;
 
@@ -432,6 +433,10 @@ pub struct Settings {
     values: Vec<Resolved>,
     /// Unknown keys in known sections, and similar things worth a line on stderr.
     pub warnings: Vec<String>,
+    /// Only from [`Settings::load_lenient`]: the settings whose value could not be read (the
+    /// id, and the error naming file and line); each keeps the value of the layer below.
+    pub invalid: Vec<(&'static str, String)>,
+    lenient: bool,
 }
 
 /// Largest part of a settings file read (seed 000: read at most 10 KB of config files, which
@@ -444,11 +449,26 @@ impl Settings {
         Settings::load_with(project, home_dir(), &|k| std::env::var(k).ok())
     }
 
+    /// Load the settings for a report (`status`, `config`): a value that cannot be read is
+    /// kept in [`Settings::invalid`] instead of failing the load.
+    pub fn load_lenient(project: &Path) -> Result<Settings, SettingsError> {
+        Settings::load_mode(project, home_dir(), &|k| std::env::var(k).ok(), true)
+    }
+
     /// Load with an explicit home folder and environment (for tests and embedding).
     pub fn load_with(
         project: &Path,
         home: Option<PathBuf>,
         env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, SettingsError> {
+        Settings::load_mode(project, home, env, false)
+    }
+
+    fn load_mode(
+        project: &Path,
+        home: Option<PathBuf>,
+        env: &dyn Fn(&str) -> Option<String>,
+        lenient: bool,
     ) -> Result<Settings, SettingsError> {
         let mut s = Settings {
             project: project.to_path_buf(),
@@ -464,6 +484,8 @@ impl Settings {
                 })
                 .collect(),
             warnings: Vec::new(),
+            invalid: Vec::new(),
+            lenient,
         };
         for (layer, dir) in [
             (Layer::Home, s.home.clone()),
@@ -478,7 +500,10 @@ impl Settings {
             if let Some(name) = spec.env
                 && let Some(raw) = env(name).filter(|v| !v.trim().is_empty())
             {
-                s.set(spec.setting, &raw, Origin::Env(name))?;
+                match s.set(spec.setting, &raw, Origin::Env(name)) {
+                    Err(e) if s.lenient => s.invalid.push((spec.id, e.to_string())),
+                    other => other?,
+                }
             }
         }
         Ok(s)
@@ -515,6 +540,10 @@ impl Settings {
             }
         };
         let text = String::from_utf8_lossy(&bytes);
+        for (line, msg) in diagnose::diagnose(&text, file) {
+            self.warnings
+                .push(format!("{}:{line}: {msg}", path.display()));
+        }
         for b in markdown::parse_bullets(&text) {
             // config.md may hold an `## Agent` section too (e.g. `Verify command`); within a
             // layer, .agent.md is read last and wins.
@@ -533,14 +562,20 @@ impl Settings {
                         line: b.line,
                         layer,
                     };
-                    let value = parse_value(spec.kind, &b.value).map_err(|expected| {
+                    let value = match parse_value(spec.kind, &b.value).map_err(|expected| {
                         SettingsError::BadValue {
                             path: path.to_path_buf(),
                             line: b.line,
                             key: b.key.clone(),
                             expected,
                         }
-                    })?;
+                    }) {
+                        Err(e) if self.lenient => {
+                            self.invalid.push((spec.id, e.to_string()));
+                            continue;
+                        }
+                        other => other?,
+                    };
                     let slot = self.slot_mut(spec.setting);
                     *slot = Resolved {
                         spec,
@@ -551,11 +586,12 @@ impl Settings {
                 }
                 None if is_known_section(&b.section) && section_file(&b.section) == Some(file) => {
                     self.warnings.push(format!(
-                        "{}:{}: unknown key `{}` in section `{}` (ignored)",
+                        "{}:{}: unknown key `{}` in section `{}` (ignored){}",
                         path.display(),
                         b.line,
                         b.key,
-                        b.section
+                        b.section,
+                        diagnose::key_hint(&b.key, &b.section, file)
                     ));
                 }
                 None => {}
@@ -698,7 +734,8 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
     Ok(match kind {
         Kind::Bool => Value::Bool(value::parse_bool(raw)?),
         Kind::Count => Value::Count(value::parse_count(raw)?),
-        Kind::Duration => Value::Duration(value::parse_duration(raw)?),
+        // Every duration setting is a cap or a timeout, where 0 means nothing sensible.
+        Kind::Duration => Value::Duration(value::parse_positive_duration(raw)?),
         Kind::Seconds => Value::Duration(value::parse_seconds(raw)?),
         Kind::Ratio => Value::Ratio(value::parse_ratio(raw)?),
         Kind::Tokens => Value::Tokens(value::parse_tokens(raw)?),

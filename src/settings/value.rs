@@ -61,6 +61,18 @@ pub fn parse_seconds(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// Parse a duration that must be above zero (a time cap or timeout of 0 would stop every
+/// phase at once).
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!(
+            "a duration above 0 like 90s, 45m or 24h, not `{}`",
+            s.trim()
+        )),
+        d => Ok(d),
+    }
+}
+
 /// Parse yes/no in the spellings the seeds use (`Yes`, `No`, `Enabled`, `Disabled`, ...).
 pub fn parse_bool(s: &str) -> Result<bool, String> {
     match s.trim().to_ascii_lowercase().as_str() {

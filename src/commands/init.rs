@@ -1,0 +1,248 @@
+//! `automaton init`: write a commented `.automaton/.agent.md` and `.automaton/config.md` for
+//! one agent CLI, never replacing a file that exists, and say what to run next.
+
+use super::{out, project};
+use crate::cli::{InitAgent, InitArgs};
+use crate::exit;
+use crate::settings::{KEYS, SettingsFile};
+use std::path::{Path, PathBuf};
+
+/// The scripted demo agent, written beside the settings for `--agent command`.
+const DEMO_AGENT: &str = include_str!("../../examples/agents/demo-agent.sh");
+const DEMO_AGENT_REL: &str = ".automaton/demo-agent.sh";
+
+/// The CLIs `init` looks for on PATH, in order of preference.
+const DETECTED: [(InitAgent, &str); 4] = [
+    (InitAgent::Claude, "claude"),
+    (InitAgent::Codex, "codex"),
+    (InitAgent::Aider, "aider"),
+    (InitAgent::Gemini, "gemini"),
+];
+
+fn word(agent: InitAgent) -> &'static str {
+    match agent {
+        InitAgent::Claude => "claude",
+        InitAgent::Codex => "codex",
+        InitAgent::Aider => "aider",
+        InitAgent::Gemini => "gemini",
+        InitAgent::Command => "command",
+    }
+}
+
+pub fn init_command(flag: Option<&Path>, args: &InitArgs) -> super::Result<u8> {
+    let cwd = std::env::current_dir()?;
+    let target = match flag {
+        Some(dir) => std::path::absolute(dir)?,
+        None => cwd.clone(),
+    };
+    if let Some(task) = project::inside_task_folder(&target) {
+        return Err(super::Error::NoProjectHere(format!(
+            "{} is inside the task folder {}: run `automaton init` in the project root",
+            target.display(),
+            task.display()
+        )));
+    }
+    let (agent, detected) = match args.agent {
+        Some(a) => (a, None),
+        None => DETECTED
+            .iter()
+            .find_map(|(a, bin)| find_on_path(bin).map(|p| (*a, Some(p))))
+            .unwrap_or((InitAgent::Command, None)),
+    };
+    let mut files: Vec<(&str, String)> = vec![
+        (".automaton/.agent.md", agent_md(agent)),
+        (".automaton/config.md", config_md()),
+    ];
+    if agent == InitAgent::Command {
+        files.push((DEMO_AGENT_REL, DEMO_AGENT.to_string()));
+    }
+    let (mut written, mut kept) = (Vec::new(), Vec::new());
+    for (rel, text) in &files {
+        if crate::fsx::create_atomic(&target.join(rel), text.as_bytes()).map_err(|e| {
+            super::Error::Input(format!("cannot write {}: {e}", target.join(rel).display()))
+        })? {
+            written.push(*rel);
+        } else {
+            kept.push(*rel);
+        }
+    }
+    let prefix = if target == cwd {
+        "automaton".to_string()
+    } else {
+        format!(
+            "automaton -C {}",
+            crate::report::shell_quote(&target.display().to_string())
+        )
+    };
+    let next = next_commands(agent, &prefix);
+    let parent_project = target
+        .parent()
+        .and_then(|p| project::discover(p, crate::settings::home_dir().as_deref()));
+    if args.json {
+        let doc = serde_json::json!({
+            "project": target.display().to_string(),
+            "agent": word(agent),
+            "detected": detected.as_ref().map(|p: &PathBuf| p.display().to_string()),
+            "written": written,
+            "kept": kept,
+            "next": next,
+        });
+        out::println(serde_json::to_string_pretty(&doc)?)?;
+        return Ok(exit::OK);
+    }
+    let how = match (&detected, args.agent) {
+        (Some(p), _) => format!(" (found {} on PATH)", p.display()),
+        (None, Some(_)) => String::new(),
+        (None, None) => {
+            " (none of claude, codex, aider, gemini is on PATH; set the agent command in \
+             .automaton/.agent.md)"
+                .to_string()
+        }
+    };
+    out::println(format_args!("automaton init: agent {}{how}", word(agent)))?;
+    for rel in &written {
+        out::println(format_args!("  wrote {rel}"))?;
+    }
+    for rel in &kept {
+        out::println(format_args!("  kept  {rel} (it exists; not overwritten)"))?;
+    }
+    if let Some(parent) = parent_project {
+        eprintln!(
+            "note: {} is a project already; {} is now one of its own",
+            parent.display(),
+            target.display()
+        );
+    }
+    out::println("\nNext:")?;
+    for cmd in &next {
+        out::println(format_args!("  {cmd}"))?;
+    }
+    Ok(exit::OK)
+}
+
+fn next_commands(agent: InitAgent, prefix: &str) -> Vec<String> {
+    let first = if agent == InitAgent::Command {
+        format!("{prefix} orchestrate --agent 'sh {DEMO_AGENT_REL}' \"add a greeting\"")
+    } else {
+        format!("{prefix} orchestrate \"describe the first task\"")
+    };
+    vec![first, format!("{prefix} status")]
+}
+
+/// An executable called `name` in a folder of PATH.
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// A commented example line: the parser reads no bullet that does not start the line, and
+/// the help after ` # ` stays a comment when the `<!-- ` is removed.
+fn example(key: &str, value: &str, help: &str) -> String {
+    format!("<!-- - **{key}**: {value}  # {help} -->\n")
+}
+
+fn key_help(key: &str) -> &'static str {
+    KEYS.iter().find(|k| k.key == key).map_or("", |k| k.help)
+}
+
+fn agent_md(agent: InitAgent) -> String {
+    let mut s = String::from(
+        "# Agent settings for automaton\n\n\
+         How automaton runs each phase of a task. A setting is a `- **Key**: value` bullet under\n\
+         `## Agent`; other lines are notes. A line inside `<!-- -->` is an example that is not\n\
+         read: delete the `<!-- ` before it to use it. `automaton config` lists every setting in\n\
+         effect and where it came from; recipes for each agent CLI are in the automaton\n\
+         repository's examples/agents/.\n\n",
+    );
+    let (kind, command, note) = match agent {
+        InitAgent::Claude => (
+            "claude",
+            None,
+            "Claude Code (`claude -p`, print mode). Needs ANTHROPIC_API_KEY or a Claude login.\n\
+             The default command line lets it edit files; allow Bash (e.g. with `Agent flags`)\n\
+             so the implement phase can run the tests.\n",
+        ),
+        InitAgent::Codex => (
+            "codex",
+            None,
+            "Codex CLI (`codex exec`). Needs OPENAI_API_KEY or `codex login`.\n",
+        ),
+        InitAgent::Aider => (
+            "aider",
+            None,
+            "aider, one message per phase. Needs your model provider's key.\n",
+        ),
+        InitAgent::Gemini => (
+            "command",
+            Some(
+                "gemini --approval-mode yolo --skip-trust -p \"$(cat \"$AUTOMATON_PROMPT_FILE\")\" </dev/null",
+            ),
+            "Gemini CLI, headless, run as a plain command (automaton judges it by exit code and\n\
+             artifact). Needs GEMINI_API_KEY or a Google login. `--approval-mode yolo` approves\n\
+             every tool call: use it in a sandbox or a folder you can throw away.\n",
+        ),
+        InitAgent::Command => (
+            "command",
+            None,
+            "Any shell command that runs one phase: it gets the prompt on stdin and\n\
+             AUTOMATON_PHASE, AUTOMATON_ARTIFACT, AUTOMATON_PROMPT_FILE in its environment, and\n\
+             must write the artifact. Set `Agent command` below. To watch a whole task go\n\
+             through first, the scripted demo agent (no API key, no network; it writes\n\
+             greeting.sh) is in .automaton/demo-agent.sh: use the commented line below, or run\n\
+             automaton orchestrate --agent 'sh .automaton/demo-agent.sh' \"add a greeting\"\n",
+        ),
+    };
+    s.push_str(note);
+    s.push_str("\n## Agent\n");
+    s.push_str(&format!("- **Agent**: {kind}\n"));
+    match (agent, command) {
+        (_, Some(cmd)) => s.push_str(&format!("- **Agent command**: {cmd}\n")),
+        (InitAgent::Command, None) => {
+            s.push_str(&example(
+                "Agent command",
+                "sh .automaton/demo-agent.sh",
+                "the demo agent; put your own command here",
+            ));
+        }
+        _ => s.push_str(&example("Agent command", "...", key_help("Agent command"))),
+    }
+    for spec in KEYS
+        .iter()
+        .filter(|k| k.file == SettingsFile::AgentMd && !["Agent", "Agent command"].contains(&k.key))
+    {
+        let value = match spec.key {
+            "Model" if agent == InitAgent::Claude => "sonnet",
+            "Agent flags" if agent == InitAgent::Claude => "--max-turns 40",
+            "Verify command" => "cargo test",
+            _ if spec.default.is_empty() => "...",
+            _ => spec.default,
+        };
+        s.push_str(&example(spec.key, value, spec.help));
+    }
+    s
+}
+
+fn config_md() -> String {
+    let mut s = String::from(
+        "# automaton configuration\n\n\
+         Phases, limits and the context budget. Each line inside `<!-- -->` shows a built-in\n\
+         default and is not read: delete the `<!-- ` before it and change the value to\n\
+         override it for this project (~/.automaton/config.md does the same for all projects).\n\
+         `automaton config` lists every setting in effect and where it came from.\n",
+    );
+    let mut section = "";
+    for spec in KEYS.iter().filter(|k| k.file == SettingsFile::ConfigMd) {
+        if spec.section != section {
+            section = spec.section;
+            s.push_str(&format!("\n## {section}\n"));
+        }
+        s.push_str(&example(spec.key, spec.default, spec.help));
+    }
+    s
+}
