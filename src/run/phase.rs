@@ -117,7 +117,8 @@ pub fn run_phase(
     let log = logs.join(format!("{}-{attempt}.log", phase.word()));
     let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
     let prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
-    crate::fsx::write_atomic(&prompt_file, prompt.as_bytes())?;
+    // Re-rendered when the phase runs again: no fsync (see `fsx`).
+    crate::fsx::write_rebuildable(&prompt_file, prompt.as_bytes())?;
     let artifact = task_dir.join(phase.artifact().file_name());
     let mut env: Vec<(String, String)> = [
         ("AUTOMATON_PHASE", phase.word().to_string()),

@@ -189,6 +189,16 @@ pub static KEYS: &[KeySpec] = &[
         "worktree: a git worktree and branch per task, merged back; none: agents share the project tree; auto: worktree inside a git repository with a commit"
     ),
     key!(
+        "storage.durability",
+        ConfigMd,
+        "Storage",
+        "Durability",
+        "normal",
+        Kind::Choice(&["normal", "full"]),
+        Some("AUTOMATON_DURABILITY"),
+        "normal: fsync only files that cannot be rebuilt (.origin, .stop, logs/verified, TASK.md); full: fsync every write"
+    ),
+    key!(
         "phases.decomposition",
         ConfigMd,
         "Phases",
@@ -378,8 +388,11 @@ const MAX_SETTINGS_BYTES: usize = 10 * 1024;
 
 impl Settings {
     /// Load the settings of `project` with the real home folder and environment.
+    /// Also applies `Durability` to [`crate::fsx`] for the rest of the process.
     pub fn load(project: &Path) -> Result<Settings, SettingsError> {
-        Settings::load_with(project, home_dir(), &|k| std::env::var(k).ok())
+        let s = Settings::load_with(project, home_dir(), &|k| std::env::var(k).ok())?;
+        crate::fsx::set_full_durability(s.text("storage.durability") == Some("full"));
+        Ok(s)
     }
 
     /// Load with an explicit home folder and environment (for tests and embedding).
