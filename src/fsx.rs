@@ -20,7 +20,7 @@
 //! | `logs/agent.pid` | durable (the runner's call) | |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `logs/<phase>-<n>.prompt.md` | rebuildable | re-rendered when the phase runs again |
-//! | `.automaton/.vram_cache.json`, `.automaton/agent-model.json` | rebuildable | caches of a probe / of the last agent's report |
+//! | `.automaton/.vram_cache.json`, `.automaton/.agent_model.json` | rebuildable | caches of a probe / of the last agent's report |
 //! | `.automaton/.index` | rebuildable | the status index, a cache of what artifacts said |
 //!
 //! [`write_atomic`] is durable; [`write_rebuildable`] is not, unless `- **Durability**: full`
