@@ -13,7 +13,10 @@ fn durability_full_is_accepted_and_shown_by_config() {
         .assert()
         .success()
         .stdout(predicate::str::contains("Durability").and(predicate::str::contains("normal")));
-    p.write(".automaton/config.md", "## Storage\n- **Durability**: full\n");
+    p.write(
+        ".automaton/config.md",
+        "## Storage\n- **Durability**: full\n",
+    );
     let out = p.cmd().args(["config", "--json"]).output().unwrap();
     assert!(out.status.success());
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -28,7 +31,10 @@ fn durability_full_is_accepted_and_shown_by_config() {
     assert_eq!(row["value"], "full");
     assert!(row["origin"].as_str().unwrap().ends_with("config.md:2"));
     // A word it does not know is an error naming the file and line.
-    p.write(".automaton/config.md", "## Storage\n- **Durability**: paranoid\n");
+    p.write(
+        ".automaton/config.md",
+        "## Storage\n- **Durability**: paranoid\n",
+    );
     p.cmd()
         .arg("config")
         .assert()
@@ -49,21 +55,33 @@ fn both_durability_modes_run_a_task_to_complete_with_whole_files() {
             .code(0)
             .stdout(predicate::str::ends_with("ORCHESTRATION_COMPLETE\n"));
         assert_eq!(p.read("tasks/add-user-auth/.state"), "complete\n", "{mode}");
-        assert!(p.read("tasks/add-user-auth/TASK.md").contains("add user auth"));
+        assert!(
+            p.read("tasks/add-user-auth/TASK.md")
+                .contains("add user auth")
+        );
         let logs = p.join("tasks/add-user-auth/logs");
         let mut prompts = 0;
         for e in std::fs::read_dir(&logs).unwrap().flatten() {
             let name = e.file_name().into_string().unwrap();
-            assert!(!name.starts_with(".automaton-tmp-"), "{mode}: temp file {name} left");
+            assert!(
+                !name.starts_with(".automaton-tmp-"),
+                "{mode}: temp file {name} left"
+            );
             if name.ends_with(".prompt.md") {
                 prompts += 1;
                 assert!(!std::fs::read(e.path()).unwrap().is_empty());
             }
         }
         assert_eq!(prompts, 8, "{mode}");
-        for e in std::fs::read_dir(p.join("tasks/add-user-auth")).unwrap().flatten() {
+        for e in std::fs::read_dir(p.join("tasks/add-user-auth"))
+            .unwrap()
+            .flatten()
+        {
             let name = e.file_name().into_string().unwrap();
-            assert!(!name.starts_with(".automaton-tmp-"), "{mode}: temp file {name} left");
+            assert!(
+                !name.starts_with(".automaton-tmp-"),
+                "{mode}: temp file {name} left"
+            );
         }
     }
 }
