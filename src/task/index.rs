@@ -417,16 +417,16 @@ pub fn now_ns() -> i64 {
 /// effort (a read-only project keeps no index, and nothing is reported).
 pub fn save(
     project: &Path,
-    old: Option<&Index>,
+    old_entries: Option<usize>,
     tasks: usize,
     tally: Tally,
     parts: &[Vec<u8>],
     now: i64,
 ) {
-    if old.is_none() && tasks < MIN_TASKS {
+    if old_entries.is_none() && tasks < MIN_TASKS {
         return;
     }
-    let unchanged = old.is_some_and(|o| tally.stored_misses == 0 && tally.hits == o.entries());
+    let unchanged = old_entries.is_some_and(|o| tally.stored_misses == 0 && tally.hits == o);
     if unchanged {
         return;
     }

@@ -70,9 +70,17 @@ impl TaskTree {
         }
         let tally = w.tally;
         let out = std::mem::take(&mut w.out);
-        let tree = w.finish(config);
-        index::save(project, old.as_ref(), tree.nodes.len(), tally, &[out], now);
-        tree
+        let old_entries = old.as_ref().map(Index::entries);
+        // The old index is no longer needed: free it before the new one is written.
+        let done = Walker {
+            nodes: std::mem::take(&mut w.nodes),
+            warnings: std::mem::take(&mut w.warnings),
+            ..Walker::new(None, 0)
+        };
+        drop(w);
+        drop(old);
+        index::save(project, old_entries, done.nodes.len(), tally, &[out], now);
+        done.finish(config)
     }
 
     /// Walk one task folder and its sub-tasks (the orchestrator re-reads only what it drives).
