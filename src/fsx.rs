@@ -1,19 +1,80 @@
-//! The one place that writes files: atomically (temp file in the same folder, fsync, rename),
-//! so a reader or a crash sees the old content or the new, never half of it.
+//! The one place that writes files: atomically (temp file in the same folder, rename), so a
+//! reader or a crash sees the old content or the new, never half of it.
+//!
+//! # Durability: what must survive a power cut
+//!
+//! Every file is replaced by rename, so a reader never sees it half-written. Only files that
+//! cannot be rebuilt are also `fsync`ed (the file, then its folder, so the rename itself
+//! survives); a file that is re-derived is not, because after a power cut losing its last
+//! version costs nothing but a redo.
+//!
+//! | file | durability | why |
+//! |---|---|---|
+//! | artifacts (SPEC.md … VERDICT.md) | the agent's | written by the agents, not by automaton; they decide the state |
+//! | `TASK.md` | [`Durability::Durable`] | the request a task was made from: nothing else holds it |
+//! | `.origin` | durable | the start state and inherited hashes of copied reports |
+//! | `.stop` | durable | why a run stopped a task (a human reads it) |
+//! | `logs/verified` | durable | which VERDICT.md the verify command passed |
+//! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
+//! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | durable | a sub-task's scope, written once |
+//! | `logs/agent.pid` | durable (the runner's call) | |
+//! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
+//! | `logs/<phase>-<n>.prompt.md` | rebuildable | re-rendered when the phase runs again |
+//! | `.automaton/.vram_cache.json`, `.automaton/.agent_model.json` | rebuildable | caches of a probe / of the last agent's report |
+//! | `.automaton/.index` | rebuildable | the status index, a cache of what artifacts said |
+//!
+//! [`write_atomic`] is durable; [`write_rebuildable`] is not, unless `- **Durability**: full`
+//! (config.md `## Storage`, or `AUTOMATON_DURABILITY=full`) turned [`set_full_durability`] on,
+//! which restores the fsync of every write. New writers get the durable one by default.
 
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Write `bytes` to `path` atomically, creating parent folders as needed. An error names the
-/// file (`cannot write <path>: <why>`) and keeps the kind of the error underneath.
+/// Whether a file written by [`write_atomic_with`] must survive a power cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// Cannot be rebuilt: fsync the file and its folder before returning.
+    Durable,
+    /// Re-derived on the next run (a cache, `.state`, a rendered prompt): atomic rename only.
+    Rebuildable,
+}
+
+static FULL_DURABILITY: AtomicBool = AtomicBool::new(false);
+
+/// `- **Durability**: full`: fsync every write, rebuildable ones included.
+pub fn set_full_durability(on: bool) {
+    FULL_DURABILITY.store(on, Ordering::Relaxed);
+}
+
+/// Whether every write is fsynced (`Durability: full`).
+pub fn full_durability() -> bool {
+    FULL_DURABILITY.load(Ordering::Relaxed)
+}
+
+/// Write `bytes` to `path` atomically and durably, creating parent folders as needed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_atomic_inner(path, bytes)
+    write_atomic_with(path, bytes, Durability::Durable)
+}
+
+/// Write a file that is re-derived when lost: atomically, without fsync (unless
+/// `Durability: full`).
+pub fn write_rebuildable(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, Durability::Rebuildable)
+}
+
+/// Write `bytes` to `path` atomically, creating parent folders as needed; fsync as `durability`
+/// (and `Durability: full`) say. An error names the file (`cannot write <path>: <why>`) and
+/// keeps the kind of the error underneath.
+pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    let sync = durability == Durability::Durable || full_durability();
+    write_atomic_inner(path, bytes, sync)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
 }
 
-fn write_atomic_inner(path: &Path, bytes: &[u8]) -> io::Result<()> {
+fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -27,10 +88,12 @@ fn write_atomic_inner(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .permissions(fs::Permissions::from_mode(mode))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     tmp.persist(path).map_err(|e| e.error)?;
     // Make the rename itself durable; a failure here loses nothing already written.
-    if let Ok(d) = fs::File::open(dir) {
+    if sync && let Ok(d) = fs::File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())
@@ -126,5 +189,26 @@ mod tests {
         assert!(!create_atomic(&p, b"two").unwrap());
         assert_eq!(fs::read(&p).unwrap(), b"one");
         assert_eq!(fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn rebuildable_writes_are_atomic_replacements_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c/.state");
+        write_rebuildable(&p, b"new\n").unwrap();
+        write_atomic_with(&p, b"design\n", Durability::Rebuildable).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"design\n");
+        // Replaced by rename: no temp file is left beside it, and the inode changed.
+        let ino = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&p).unwrap());
+        write_rebuildable(&p, b"implement\n").unwrap();
+        assert_ne!(
+            ino,
+            std::os::unix::fs::MetadataExt::ino(&fs::metadata(&p).unwrap())
+        );
+        let names: Vec<_> = fs::read_dir(p.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(".state")]);
     }
 }

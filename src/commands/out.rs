@@ -38,6 +38,16 @@ pub fn println(text: impl fmt::Display) -> Result<(), StdoutError> {
     print(format_args!("{text}\n"))
 }
 
+/// Write a value as pretty JSON and a newline to stdout, streamed through a buffer (a large
+/// document is never held whole in memory).
+pub fn json_pretty(value: &impl serde::Serialize) -> Result<(), StdoutError> {
+    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    serde_json::to_writer_pretty(&mut out, value).map_err(io::Error::from)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}
+
 /// For output that must not change the exit code (how an `orchestrate` run ended): a closed
 /// pipe is not an error there.
 pub fn closed_is_ok(e: StdoutError) -> Result<(), StdoutError> {

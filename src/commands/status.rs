@@ -3,8 +3,7 @@
 use super::{Ctx, out};
 use crate::cli::StatusArgs;
 use crate::report::{
-    STATUS_FORMAT_VERSION, StatusDoc, TaskView, phase_config, print_warnings, render_report,
-    task_view_mode,
+    STATUS_FORMAT_VERSION, phase_config, print_warnings, render_report, task_view_mode,
 };
 use crate::settings::Settings;
 use crate::task::TaskTree;
@@ -31,16 +30,30 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
             .chain(&tree.warnings)
             .cloned()
             .collect();
-        let tasks: Vec<TaskView> = (0..tree.nodes.len())
-            .map(|i| task_view_mode(&tree, i, &prefix, !autopilot))
-            .collect();
-        let doc = StatusDoc {
+        // The same document as `StatusDoc`, streamed: one task's view at a time, so memory
+        // does not grow with the size of the output.
+        #[derive(serde::Serialize)]
+        struct Streamed<'a> {
+            version: u32,
+            project: String,
+            tasks: Views<'a>,
+            warnings: &'a [String],
+        }
+        struct Views<'a>(&'a TaskTree, &'a str, bool);
+        impl serde::Serialize for Views<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.collect_seq(
+                    (0..self.0.nodes.len()).map(|i| task_view_mode(self.0, i, self.1, self.2)),
+                )
+            }
+        }
+        let doc = Streamed {
             version: STATUS_FORMAT_VERSION,
             project: ctx.project.display().to_string(),
-            tasks,
+            tasks: Views(&tree, &prefix, !autopilot),
             warnings: &warnings,
         };
-        out::println(serde_json::to_string_pretty(&doc)?)?;
+        out::json_pretty(&doc)?;
     } else {
         out::print(render_report(&tree, &prefix, autopilot, false))?;
     }

@@ -165,7 +165,8 @@ pub fn run_phase_noted(
         prompt.push_str(note.trim_end());
         prompt.push('\n');
     }
-    crate::fsx::write_atomic(&prompt_file, prompt.as_bytes())?;
+    // Re-rendered when the phase runs again: no fsync (see `fsx`).
+    crate::fsx::write_rebuildable(&prompt_file, prompt.as_bytes())?;
     let artifact = task_dir.join(phase.artifact().file_name());
     let mut env: Vec<(String, String)> = [
         ("AUTOMATON_PHASE", phase.word().to_string()),

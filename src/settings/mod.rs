@@ -298,6 +298,14 @@ registry! {
         Kind::Choice(&["strict", "dependencies"]),
         None,
         "strict: no sub-task of wave N+1 starts before every sub-task of wave N is complete or blocked (seed 001); dependencies: a sub-task starts once its own dependencies end";
+    Durability => "storage.durability",
+        ConfigMd,
+        "Storage",
+        "Durability",
+        "normal",
+        Kind::Choice(&["normal", "full"]),
+        Some("AUTOMATON_DURABILITY"),
+        "normal: fsync only files that cannot be rebuilt (.origin, .stop, logs/verified, TASK.md); full: fsync every write";
     AutoDetect => "vram.auto_detect",
         ConfigMd,
         "VRAM Configuration",
@@ -445,14 +453,19 @@ const MAX_SETTINGS_BYTES: usize = 10 * 1024;
 
 impl Settings {
     /// Load the settings of `project` with the real home folder and environment.
+    /// Also applies `Durability` to [`crate::fsx`] for the rest of the process.
     pub fn load(project: &Path) -> Result<Settings, SettingsError> {
-        Settings::load_with(project, home_dir(), &|k| std::env::var(k).ok())
+        let s = Settings::load_with(project, home_dir(), &|k| std::env::var(k).ok())?;
+        crate::fsx::set_full_durability(s.text(Key::Durability) == Some("full"));
+        Ok(s)
     }
 
     /// Load the settings for a report (`status`, `config`): a value that cannot be read is
     /// kept in [`Settings::invalid`] instead of failing the load.
     pub fn load_lenient(project: &Path) -> Result<Settings, SettingsError> {
-        Settings::load_mode(project, home_dir(), &|k| std::env::var(k).ok(), true)
+        let s = Settings::load_mode(project, home_dir(), &|k| std::env::var(k).ok(), true)?;
+        crate::fsx::set_full_durability(s.text(Key::Durability) == Some("full"));
+        Ok(s)
     }
 
     /// Load with an explicit home folder and environment (for tests and embedding).

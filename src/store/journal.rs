@@ -177,7 +177,8 @@ pub fn record_model(project: &Path, m: &AgentModel) {
     if let Ok(text) = serde_json::to_string(m)
         && fs::create_dir_all(project.join(".automaton")).is_ok()
     {
-        let _ = crate::fsx::write_atomic(&p, format!("{text}\n").as_bytes());
+        // A cache of the last report: rebuilt by the next phase.
+        let _ = crate::fsx::write_rebuildable(&p, format!("{text}\n").as_bytes());
     }
 }
 

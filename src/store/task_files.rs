@@ -1,5 +1,5 @@
 //! The control files automaton keeps in a task folder beside the artifacts, all written
-//! atomically:
+//! atomically (`.origin` and `.stop` durably; `.state` is re-derived, see [`crate::fsx`]):
 //! - `.state`  — one `.state` word, rewritten after every transition (for `cat` in scripts);
 //! - `.origin` — JSON ([`OriginFile`]), for tasks created to start at a later phase: the start
 //!   state and the hashes of reports copied in from another task, which count only once
@@ -31,9 +31,10 @@ pub struct OriginFile {
     pub inherited: BTreeMap<String, String>,
 }
 
-/// Write `.state` atomically.
+/// Write `.state` atomically. Not fsynced: it is re-derived from the artifacts (the driver
+/// rewrites it when it disagrees), so a power cut costs at most a stale word.
 pub fn write_state(dir: &Path, state: State) -> io::Result<()> {
-    write_atomic(
+    crate::fsx::write_rebuildable(
         &dir.join(STATE_FILE),
         format!("{}\n", state.word()).as_bytes(),
     )

@@ -193,7 +193,8 @@ pub fn store(project: &Path, key: &str, report: &VramReport) -> io::Result<()> {
     };
     let mut json = serde_json::to_vec_pretty(&file).map_err(io::Error::other)?;
     json.push(b'\n');
-    crate::fsx::write_atomic(&path(project), &json)
+    // A cache: a lost write means one more probe.
+    crate::fsx::write_rebuildable(&path(project), &json)
 }
 
 /// Remove the cache; a missing one is fine.

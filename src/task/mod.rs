@@ -2,6 +2,7 @@
 
 pub mod fix;
 pub mod gates;
+pub mod index;
 pub mod snapshot;
 pub mod tree;
 

@@ -6,6 +6,7 @@ use crate::artifact::decomposition::{Plan, PlanError, parse_decomposition};
 use crate::artifact::verdict::{VerdictDoc, parse_verdict};
 use crate::state::{Artifact, ArtifactSet, State};
 pub use crate::store::task_files::{ORIGIN_FILE, OriginFile, STATE_FILE, STOP_FILE};
+use crate::task::index::{ORIGIN_ID, STATE_ID, STOP_ID, Tally, TaskCache, artifact_id};
 use std::fs;
 use std::io::Read;
 use std::path::Path;
@@ -44,6 +45,18 @@ pub fn content_hash(bytes: &[u8]) -> String {
 
 /// Read a task folder. `rel` names it in warnings.
 pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snapshot {
+    let mut tally = Tally::default();
+    read_snapshot_with(dir, rel, warnings, &mut TaskCache::none(&mut tally))
+}
+
+/// Read a task folder through the index: a file whose (size, mtime, ctime, inode) the index
+/// knows is not opened; what it said then is what it says now.
+pub fn read_snapshot_with(
+    dir: &Path,
+    rel: &str,
+    warnings: &mut Vec<String>,
+    cache: &mut TaskCache<'_>,
+) -> Snapshot {
     let mut snap = Snapshot::default();
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -72,7 +85,10 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
     }
     if control.contains(&ORIGIN_FILE) {
         let path = dir.join(ORIGIN_FILE);
-        match fs::read(&path).map(|b| serde_json::from_slice::<OriginFile>(&b)) {
+        match cache
+            .bytes(ORIGIN_ID, &path, read_whole)
+            .map(|(b, _)| serde_json::from_slice::<OriginFile>(&b))
+        {
             Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(o),
             Ok(Ok(o)) => warnings.push(format!(
                 "{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)",
@@ -101,7 +117,7 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
                 }
             },
             None if matches!(a, Artifact::Verdict | Artifact::Decomposition) => {
-                match read_text(&path, rel, warnings) {
+                match read_text(&path, rel, warnings, cache, artifact_id(a)) {
                     Some(text) if has_content(text.as_bytes()) => {
                         texts.push((a, text));
                         true
@@ -109,7 +125,7 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
                     _ => false,
                 }
             }
-            None => match probe_content(&path) {
+            None => match cache.probe(artifact_id(a), &path, probe_content) {
                 Ok((content, utf8_ok)) => {
                     if !utf8_ok {
                         warnings.push(format!("{rel}/{}: not valid UTF-8", a.file_name()));
@@ -128,7 +144,13 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
     }
     let mut text_of = |a: Artifact| match texts.iter().position(|(t, _)| *t == a) {
         Some(i) => Some(texts.swap_remove(i).1),
-        None => read_text(&dir.join(a.file_name()), rel, warnings),
+        None => read_text(
+            &dir.join(a.file_name()),
+            rel,
+            warnings,
+            cache,
+            artifact_id(a),
+        ),
     };
     if snap.artifacts.contains(Artifact::Verdict) {
         snap.verdict = text_of(Artifact::Verdict).map(|t| parse_verdict(&t));
@@ -138,7 +160,9 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
     }
     if control.contains(&STATE_FILE) {
         // One word is expected; a huge file is not read whole.
-        match crate::fsx::read_prefix(&dir.join(STATE_FILE), 256) {
+        match cache.bytes(STATE_ID, &dir.join(STATE_FILE), |p| {
+            crate::fsx::read_prefix(p, 256)
+        }) {
             Ok((bytes, _)) => {
                 let word = String::from_utf8_lossy(&bytes);
                 match State::parse(&word) {
@@ -153,8 +177,8 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
         }
     }
     if control.contains(&STOP_FILE) {
-        match fs::read(dir.join(STOP_FILE)) {
-            Ok(bytes) => {
+        match cache.bytes(STOP_ID, &dir.join(STOP_FILE), read_whole) {
+            Ok((bytes, _)) => {
                 let text = String::from_utf8_lossy(&bytes).trim().to_string();
                 snap.stop = Some(if text.is_empty() {
                     "stopped by the orchestrator".into()
@@ -202,9 +226,19 @@ fn probe_content(path: &Path) -> std::io::Result<(bool, bool)> {
     }
 }
 
-fn read_text(path: &Path, rel: &str, warnings: &mut Vec<String>) -> Option<String> {
+fn read_whole(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
+    fs::read(path).map(|b| (b, false))
+}
+
+fn read_text(
+    path: &Path,
+    rel: &str,
+    warnings: &mut Vec<String>,
+    cache: &mut TaskCache<'_>,
+    id: u8,
+) -> Option<String> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
-    match crate::fsx::read_prefix(path, MAX_PARSED_BYTES) {
+    match cache.bytes(id, path, |p| crate::fsx::read_prefix(p, MAX_PARSED_BYTES)) {
         Ok((bytes, truncated)) => {
             if truncated {
                 let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);

@@ -4,7 +4,8 @@
 //! non-UTF-8 name or a stray file is a warning naming the path, never a crash.
 
 use super::gates::{ApprovalWait, StaleArtifact, approval_wait, stale_artifacts};
-use super::snapshot::{SUBTASKS_DIR, Snapshot, read_snapshot};
+use super::index::{self, Index, Tally, TaskCache};
+use super::snapshot::{SUBTASKS_DIR, Snapshot, read_snapshot_with};
 use crate::state::{
     ChildFacts, Decision, Facts, Phase, PhaseConfig, PlannedSubtask, State, Verdict, decide,
 };
@@ -53,9 +54,12 @@ pub struct TaskTree {
 }
 
 impl TaskTree {
-    /// Walk the whole project.
+    /// Walk the whole project, through the index (`.automaton/.index`, see [`index`]), and
+    /// leave an updated one behind.
     pub fn load(project: &Path, config: &PhaseConfig) -> TaskTree {
-        let mut w = Walker::new();
+        let old = Index::load(project);
+        let now = index::now_ns();
+        let mut w = Walker::new(Some(old.as_ref()), now);
         for root in crate::names::ROOTS {
             let dir = project.join(root);
             match fs::symlink_metadata(&dir) {
@@ -69,12 +73,24 @@ impl TaskTree {
                 Err(e) => w.warnings.push(format!("{root}: cannot read: {e}")),
             }
         }
-        w.finish(config)
+        let tally = w.tally;
+        let out = std::mem::take(&mut w.out);
+        let old_entries = old.as_ref().map(Index::entries);
+        // The old index is no longer needed: free it before the new one is written.
+        let done = Walker {
+            nodes: std::mem::take(&mut w.nodes),
+            warnings: std::mem::take(&mut w.warnings),
+            ..Walker::new(None, 0)
+        };
+        drop(w);
+        drop(old);
+        index::save(project, old_entries, done.nodes.len(), tally, &[out], now);
+        done.finish(config)
     }
 
     /// Walk one task folder and its sub-tasks (the orchestrator re-reads only what it drives).
     pub fn load_task(project: &Path, rel: &str, config: &PhaseConfig) -> TaskTree {
-        let mut w = Walker::new();
+        let mut w = Walker::new(None, 0);
         let dir = project.join(rel);
         let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
         let depth = rel.matches("/subtasks/").count();
@@ -111,19 +127,29 @@ impl TaskTree {
 /// Below this many top-level tasks a walk stays on one thread.
 const PARALLEL_MIN: usize = 64;
 
-struct Walker {
+struct Walker<'a> {
     nodes: Vec<TaskNode>,
     warnings: Vec<String>,
     /// (device, inode) of every folder visited, so a symlink loop is seen, not followed.
     seen: HashSet<(u64, u64)>,
+    /// `Some` when reading through the index (`Some(None)`: none yet, build one).
+    index: Option<Option<&'a Index>>,
+    now: i64,
+    tally: Tally,
+    /// The records of the next index, in walk order.
+    out: Vec<u8>,
 }
 
-impl Walker {
-    fn new() -> Self {
+impl<'a> Walker<'a> {
+    fn new(index: Option<Option<&'a Index>>, now: i64) -> Self {
         Walker {
             nodes: Vec::new(),
             warnings: Vec::new(),
             seen: HashSet::new(),
+            index,
+            now,
+            tally: Tally::default(),
+            out: Vec::new(),
         }
     }
 
@@ -217,6 +243,7 @@ impl Walker {
             .min(8);
         let chunk = tasks.len().div_ceil(threads);
         let seen = &self.seen;
+        let (index, now) = (self.index, self.now);
         let parts: Vec<Walker> = std::thread::scope(|scope| {
             let handles: Vec<_> = tasks
                 .chunks(chunk)
@@ -224,7 +251,7 @@ impl Walker {
                     scope.spawn(move || {
                         let mut w = Walker {
                             seen: seen.clone(),
-                            ..Walker::new()
+                            ..Walker::new(index, now)
                         };
                         for (path, rel, name) in part {
                             w.visit_task(path, rel.clone(), name.clone(), None, depth);
@@ -249,6 +276,9 @@ impl Walker {
             }
             self.warnings.extend(part.warnings);
             self.seen.extend(part.seen);
+            self.tally.hits += part.tally.hits;
+            self.tally.stored_misses += part.tally.stored_misses;
+            self.out.extend_from_slice(&part.out);
         }
     }
 
@@ -274,7 +304,19 @@ impl Walker {
                 return;
             }
         }
-        let snap = read_snapshot(dir, &rel, &mut self.warnings);
+        let snap = match self.index {
+            Some(index) => {
+                let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
+                let snap = read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache);
+                cache.finish(&rel, &mut self.out);
+                snap
+            }
+            None => {
+                let mut tally = Tally::default();
+                let mut cache = TaskCache::none(&mut tally);
+                read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache)
+            }
+        };
         let stale = stale_artifacts(dir, &rel, &snap, &mut self.warnings);
         let has_subtasks = snap.has_subtasks_dir;
         let index = self.nodes.len();

@@ -1,0 +1,566 @@
+//! `.automaton/.index`: what each file of a task folder said the last time it was read, keyed
+//! by its (size, mtime, ctime, inode), so that a repeated `status` (or `graph`, or a no-op
+//! `orchestrate`) on a large tree stats the files instead of opening them.
+//!
+//! It is a cache and nothing but one:
+//! - a missing, unreadable, truncated or corrupted index (a checksum covers the whole body) is
+//!   ignored, and the tree is read as if there were none;
+//! - an entry is used only when the file's size, mtime (ns), ctime (ns) and inode are all those
+//!   recorded; a rewrite in place changes the ctime even when `touch` puts the mtime back;
+//! - the racy-clean rule (as git's): a file whose mtime or ctime lies within [`RACY_NS`] of the
+//!   moment the index is written is not recorded (nor trusted when read back), because a second
+//!   write within the clock's granularity could leave every key as it was;
+//! - what is recorded is what was read (a "has content" probe, or the bytes of the small files
+//!   that are parsed: VERDICT.md, DECOMPOSITION.md, `.state`, `.origin`, `.stop`), never a
+//!   parse, so a newer parser never sees an older one's answer;
+//! - it is written atomically and best effort (a read-only project still gets its `status`),
+//!   without the project lock: two writers each leave a valid index, the last one wins;
+//! - it is written only for trees of [`MIN_TASKS`] tasks or more (or where one already exists):
+//!   below that a walk takes a few milliseconds and `status` leaves the project untouched.
+//!
+//! Format (little-endian): the magic, the body's length, a checksum of what follows, the write
+//! time (ns since the epoch), then one record per task: `u16` length + relative path, `u8` count, and per
+//! file: `u8` file id, `u64` size, `i64` mtime ns, `i64` ctime ns, `u64` inode, then `0` and a
+//! flags byte (a probe: bit 0 has content, bit 1 valid UTF-8) or `1`, a `u32` length and the
+//! bytes.
+
+use crate::state::Artifact;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Where the index lives, relative to the project.
+pub const INDEX_FILE: &str = ".automaton/.index";
+/// Trees smaller than this get no index written.
+pub const MIN_TASKS: usize = 256;
+/// Files changed this close to the index's write time are not trusted (ns).
+pub const RACY_NS: i64 = 2_000_000_000;
+/// Larger files' bytes are not kept (they are read each time).
+const MAX_KEPT_BYTES: usize = 16 * 1024;
+const MAGIC: &[u8; 8] = b"AMIDX\x00\x00\x01";
+const HEADER: usize = 8 + 8 + 8 + 8;
+
+/// The files an index records, by id: the artifacts in [`Artifact::ALL`] order, then the
+/// control files.
+pub const STATE_ID: u8 = 9;
+pub const ORIGIN_ID: u8 = 10;
+pub const STOP_ID: u8 = 11;
+
+pub fn artifact_id(a: Artifact) -> u8 {
+    Artifact::ALL.iter().position(|x| *x == a).unwrap_or(0) as u8
+}
+
+/// What identifies one version of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatKey {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+}
+
+impl StatKey {
+    pub fn of(m: &std::fs::Metadata) -> StatKey {
+        StatKey {
+            size: m.size(),
+            mtime_ns: m.mtime().saturating_mul(1_000_000_000) + m.mtime_nsec(),
+            ctime_ns: m.ctime().saturating_mul(1_000_000_000) + m.ctime_nsec(),
+            ino: m.ino(),
+        }
+    }
+
+    /// Whether the file changed too close to `time` for its key to be trusted.
+    fn racy(&self, time: i64) -> bool {
+        self.mtime_ns >= time.saturating_sub(RACY_NS)
+            || self.ctime_ns >= time.saturating_sub(RACY_NS)
+    }
+}
+
+/// What a file said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Facts<B> {
+    /// A probe: whether it holds anything but whitespace, and whether its start is UTF-8.
+    Probe { content: bool, utf8_ok: bool },
+    /// Its bytes (small files that are parsed), and whether the read was cut short.
+    Bytes(B),
+}
+
+/// A loaded index: its body, and the records sorted by the hash of their task path.
+pub struct Index {
+    body: Vec<u8>,
+    written_ns: i64,
+    slots: Vec<(u64, u32)>,
+    entries: usize,
+}
+
+fn path_hash(rel: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in rel.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// A fast checksum of the body, eight bytes at a time.
+fn checksum(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap_or([0; 8]));
+        h = (h ^ w).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
+    }
+    for b in chunks.remainder() {
+        h = (h ^ u64::from(*b)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    }
+    h ^ (h >> 31)
+}
+
+/// A bounds-checked reader over the body.
+struct Cursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.at.checked_add(n)?;
+        let s = self.b.get(self.at..end)?;
+        self.at = end;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|s| s[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .and_then(|s| s.try_into().ok())
+            .map(u32::from_le_bytes)
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .and_then(|s| s.try_into().ok())
+            .map(u64::from_le_bytes)
+    }
+    fn i64(&mut self) -> Option<i64> {
+        self.u64().map(|v| v as i64)
+    }
+
+    /// One file entry.
+    fn entry(&mut self) -> Option<(u8, StatKey, Facts<&'a [u8]>)> {
+        let id = self.u8()?;
+        let key = StatKey {
+            size: self.u64()?,
+            mtime_ns: self.i64()?,
+            ctime_ns: self.i64()?,
+            ino: self.u64()?,
+        };
+        let facts = match self.u8()? {
+            0 => {
+                let f = self.u8()?;
+                Facts::Probe {
+                    content: f & 1 != 0,
+                    utf8_ok: f & 2 != 0,
+                }
+            }
+            1 => {
+                let n = self.u32()? as usize;
+                Facts::Bytes(self.take(n)?)
+            }
+            _ => return None,
+        };
+        (id <= STOP_ID).then_some((id, key, facts))
+    }
+
+    /// One task record: its path and the offset of its first entry, and its entry count.
+    fn record(&mut self) -> Option<(&'a str, usize, u8)> {
+        let n = self.u16()? as usize;
+        let rel = std::str::from_utf8(self.take(n)?).ok()?;
+        let count = self.u8()?;
+        let start = self.at;
+        for _ in 0..count {
+            self.entry()?;
+        }
+        Some((rel, start, count))
+    }
+}
+
+impl Index {
+    /// The project's index, if there is a sound one.
+    pub fn load(project: &Path) -> Option<Index> {
+        let bytes = std::fs::read(project.join(INDEX_FILE)).ok()?;
+        Index::parse(bytes)
+    }
+
+    fn parse(mut bytes: Vec<u8>) -> Option<Index> {
+        let mut c = Cursor { b: &bytes, at: 0 };
+        if c.take(8)? != MAGIC {
+            return None;
+        }
+        let len = c.u64()? as usize;
+        let sum = c.u64()?;
+        let written_ns = c.i64()?;
+        // The checksum covers the write time and the body.
+        if bytes.len() != HEADER.checked_add(len)? || checksum(&bytes[HEADER - 8..]) != sum {
+            return None;
+        }
+        bytes.drain(..HEADER);
+        let mut c = Cursor { b: &bytes, at: 0 };
+        let mut slots = Vec::new();
+        let mut entries = 0;
+        while c.at < bytes.len() {
+            let at = c.at as u32;
+            let (rel, _, count) = c.record()?;
+            slots.push((path_hash(rel), at));
+            entries += usize::from(count);
+        }
+        slots.sort_unstable();
+        Some(Index {
+            body: bytes,
+            written_ns,
+            slots,
+            entries,
+        })
+    }
+
+    /// Entries recorded (every file of every task).
+    pub fn entries(&self) -> usize {
+        self.entries
+    }
+
+    /// The recorded entries of one task, if any.
+    fn task(&self, rel: &str) -> Vec<(u8, StatKey, Facts<&[u8]>)> {
+        let h = path_hash(rel);
+        let first = self.slots.partition_point(|(k, _)| *k < h);
+        for (k, at) in &self.slots[first..] {
+            if *k != h {
+                break;
+            }
+            let mut c = Cursor {
+                b: &self.body,
+                at: *at as usize,
+            };
+            if let Some((r, start, count)) = c.record()
+                && r == rel
+            {
+                let mut c = Cursor {
+                    b: &self.body,
+                    at: start,
+                };
+                return (0..count).filter_map(|_| c.entry()).collect();
+            }
+        }
+        Vec::new()
+    }
+}
+
+/// Counts kept while a tree is read, to tell whether the index needs rewriting.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Tally {
+    /// Entries taken from the old index.
+    pub hits: usize,
+    /// Files read whose facts can be recorded.
+    pub stored_misses: usize,
+}
+
+/// The cache as one task folder's reader sees it: the old entries of that task, and the new
+/// record it builds for the next index.
+pub struct TaskCache<'a> {
+    old: Vec<(u8, StatKey, Facts<&'a [u8]>)>,
+    enabled: bool,
+    /// Entries of the new record: (id, key, facts).
+    new: Vec<(u8, StatKey, Facts<Vec<u8>>)>,
+    index_time: i64,
+    now: i64,
+    tally: &'a mut Tally,
+}
+
+impl<'a> TaskCache<'a> {
+    /// No cache: every file is read (one task re-read by the driver).
+    pub fn none(tally: &'a mut Tally) -> TaskCache<'a> {
+        TaskCache {
+            old: Vec::new(),
+            enabled: false,
+            new: Vec::new(),
+            index_time: 0,
+            now: 0,
+            tally,
+        }
+    }
+
+    pub fn new(index: Option<&'a Index>, rel: &str, now: i64, tally: &'a mut Tally) -> Self {
+        TaskCache {
+            old: index.map(|i| i.task(rel)).unwrap_or_default(),
+            enabled: true,
+            new: Vec::new(),
+            index_time: index.map_or(0, |i| i.written_ns),
+            now,
+            tally,
+        }
+    }
+
+    fn lookup(&mut self, id: u8, path: &Path) -> (Option<StatKey>, Option<Facts<Vec<u8>>>) {
+        if !self.enabled {
+            return (None, None);
+        }
+        let Ok(m) = std::fs::metadata(path) else {
+            return (None, None);
+        };
+        if !m.is_file() {
+            return (None, None);
+        }
+        let key = StatKey::of(&m);
+        let hit = self
+            .old
+            .iter()
+            .find(|(i, k, _)| *i == id && *k == key && !k.racy(self.index_time))
+            .map(|(_, _, f)| match f {
+                Facts::Probe { content, utf8_ok } => Facts::Probe {
+                    content: *content,
+                    utf8_ok: *utf8_ok,
+                },
+                Facts::Bytes(b) => Facts::Bytes(b.to_vec()),
+            });
+        if let Some(f) = &hit {
+            self.tally.hits += 1;
+            self.new.push((id, key, f.clone()));
+        }
+        (Some(key), hit)
+    }
+
+    fn store(&mut self, id: u8, key: Option<StatKey>, facts: Facts<Vec<u8>>) {
+        if let Some(key) = key
+            && !key.racy(self.now)
+        {
+            self.tally.stored_misses += 1;
+            self.new.push((id, key, facts));
+        }
+    }
+
+    /// Whether a file holds anything but whitespace, and whether its start is UTF-8.
+    pub fn probe(
+        &mut self,
+        id: u8,
+        path: &Path,
+        read: impl FnOnce(&Path) -> io::Result<(bool, bool)>,
+    ) -> io::Result<(bool, bool)> {
+        let (key, hit) = self.lookup(id, path);
+        if let Some(Facts::Probe { content, utf8_ok }) = hit {
+            return Ok((content, utf8_ok));
+        }
+        let (content, utf8_ok) = read(path)?;
+        self.store(id, key, Facts::Probe { content, utf8_ok });
+        Ok((content, utf8_ok))
+    }
+
+    /// The bytes of a small file, and whether the read was cut short (those are not kept).
+    pub fn bytes(
+        &mut self,
+        id: u8,
+        path: &Path,
+        read: impl FnOnce(&Path) -> io::Result<(Vec<u8>, bool)>,
+    ) -> io::Result<(Vec<u8>, bool)> {
+        let (key, hit) = self.lookup(id, path);
+        if let Some(Facts::Bytes(b)) = hit {
+            return Ok((b, false));
+        }
+        let (bytes, truncated) = read(path)?;
+        if !truncated
+            && bytes.len() <= MAX_KEPT_BYTES
+            && key.is_some_and(|k| k.size == bytes.len() as u64)
+        {
+            self.store(id, key, Facts::Bytes(bytes.clone()));
+        }
+        Ok((bytes, truncated))
+    }
+
+    /// Append this task's record to `out` (nothing when it has no entries).
+    pub fn finish(self, rel: &str, out: &mut Vec<u8>) {
+        if !self.enabled || self.new.is_empty() || rel.len() > usize::from(u16::MAX) {
+            return;
+        }
+        out.extend_from_slice(&(rel.len() as u16).to_le_bytes());
+        out.extend_from_slice(rel.as_bytes());
+        out.push(self.new.len().min(255) as u8);
+        for (id, key, facts) in self.new.iter().take(255) {
+            out.push(*id);
+            out.extend_from_slice(&key.size.to_le_bytes());
+            out.extend_from_slice(&key.mtime_ns.to_le_bytes());
+            out.extend_from_slice(&key.ctime_ns.to_le_bytes());
+            out.extend_from_slice(&key.ino.to_le_bytes());
+            match facts {
+                Facts::Probe { content, utf8_ok } => {
+                    out.push(0);
+                    out.push(u8::from(*content) | (u8::from(*utf8_ok) << 1));
+                }
+                Facts::Bytes(b) => {
+                    out.push(1);
+                    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                    out.extend_from_slice(b);
+                }
+            }
+        }
+    }
+}
+
+/// Nanoseconds since the epoch, now.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// Write a new index from the records of a walk, when it differs from the old one; best
+/// effort (a read-only project keeps no index, and nothing is reported).
+pub fn save(
+    project: &Path,
+    old_entries: Option<usize>,
+    tasks: usize,
+    tally: Tally,
+    parts: &[Vec<u8>],
+    now: i64,
+) {
+    if old_entries.is_none() && tasks < MIN_TASKS {
+        return;
+    }
+    let unchanged = old_entries.is_some_and(|o| tally.stored_misses == 0 && tally.hits == o);
+    if unchanged {
+        return;
+    }
+    let len: usize = parts.iter().map(Vec::len).sum();
+    let mut file = Vec::with_capacity(HEADER + len);
+    file.extend_from_slice(MAGIC);
+    file.extend_from_slice(&(len as u64).to_le_bytes());
+    file.extend_from_slice(&[0; 8]);
+    file.extend_from_slice(&now.to_le_bytes());
+    for p in parts {
+        file.extend_from_slice(p);
+    }
+    let sum = checksum(&file[HEADER - 8..]);
+    file[16..24].copy_from_slice(&sum.to_le_bytes());
+    let path: PathBuf = project.join(INDEX_FILE);
+    if project.join(".automaton").is_dir()
+        || std::fs::create_dir(project.join(".automaton")).is_ok()
+    {
+        let _ = crate::fsx::write_rebuildable(&path, &file);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(rel: &str, entries: usize) -> Vec<u8> {
+        let mut tally = Tally::default();
+        let mut c = TaskCache::none(&mut tally);
+        c.enabled = true;
+        for i in 0..entries {
+            c.new.push((
+                i as u8,
+                StatKey {
+                    size: 3,
+                    mtime_ns: 1,
+                    ctime_ns: 1,
+                    ino: 7,
+                },
+                if i % 2 == 0 {
+                    Facts::Probe {
+                        content: true,
+                        utf8_ok: false,
+                    }
+                } else {
+                    Facts::Bytes(b"abc".to_vec())
+                },
+            ));
+        }
+        let mut out = Vec::new();
+        c.finish(rel, &mut out);
+        out
+    }
+
+    #[test]
+    fn round_trip_and_every_corruption_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let parts = vec![record("tasks/a", 3), record("tasks/b/subtasks/c", 2)];
+        save(
+            dir.path(),
+            None,
+            MIN_TASKS,
+            Tally::default(),
+            &parts,
+            1_000_000_000_000,
+        );
+        let bytes = std::fs::read(dir.path().join(INDEX_FILE)).unwrap();
+        let index = Index::parse(bytes.clone()).unwrap();
+        assert_eq!(index.entries(), 5);
+        let a = index.task("tasks/a");
+        assert_eq!(a.len(), 3);
+        assert_eq!(a[1].2, Facts::Bytes(&b"abc"[..]));
+        assert!(index.task("tasks/x").is_empty());
+        // Any one byte changed, or the file cut anywhere, and the index is not used.
+        for i in 0..bytes.len() {
+            let mut b = bytes.clone();
+            b[i] ^= 0x40;
+            assert!(Index::parse(b).is_none(), "byte {i}");
+            assert!(Index::parse(bytes[..i].to_vec()).is_none(), "cut at {i}");
+        }
+    }
+
+    /// A recorded entry is used only when the key matches and the file is older than the
+    /// index by more than RACY_NS; otherwise the file is read.
+    #[test]
+    fn entries_are_used_only_when_clean() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("SPEC.md");
+        std::fs::write(&f, "real\n").unwrap();
+        let key = StatKey::of(&std::fs::metadata(&f).unwrap());
+        let body = |time: i64, key: StatKey| {
+            let mut tally = Tally::default();
+            let mut c = TaskCache::none(&mut tally);
+            c.enabled = true;
+            c.new.push((0, key, Facts::Bytes(b"cached\n".to_vec())));
+            let mut out = Vec::new();
+            c.finish("tasks/a", &mut out);
+            save(dir.path(), None, MIN_TASKS, Tally::default(), &[out], time);
+            Index::load(dir.path()).unwrap()
+        };
+        let read = |index: &Index| {
+            let mut tally = Tally::default();
+            let mut c = TaskCache::new(Some(index), "tasks/a", now_ns(), &mut tally);
+            let (b, _) = c
+                .bytes(0, &f, |p| std::fs::read(p).map(|b| (b, false)))
+                .unwrap();
+            String::from_utf8(b).unwrap()
+        };
+        let clean = key.mtime_ns.max(key.ctime_ns) + RACY_NS + 1;
+        assert_eq!(read(&body(clean, key)), "cached\n", "clean entry used");
+        assert_eq!(read(&body(clean - 2, key)), "real\n", "racy entry not used");
+        let other = StatKey {
+            ino: key.ino + 1,
+            ..key
+        };
+        assert_eq!(read(&body(clean, other)), "real\n", "other inode");
+        let other = StatKey {
+            ctime_ns: key.ctime_ns - 1,
+            ..key
+        };
+        assert_eq!(read(&body(clean, other)), "real\n", "other ctime");
+    }
+
+    #[test]
+    fn small_trees_get_no_index() {
+        let dir = tempfile::tempdir().unwrap();
+        save(
+            dir.path(),
+            None,
+            MIN_TASKS - 1,
+            Tally::default(),
+            &[record("tasks/a", 1)],
+            0,
+        );
+        assert!(!dir.path().join(".automaton").exists());
+    }
+}
