@@ -14,6 +14,7 @@ pub mod run;
 pub mod settings;
 pub mod state;
 pub mod task;
+pub mod watch;
 
 use clap::Parser;
 use std::path::PathBuf;
@@ -88,5 +89,6 @@ fn run(cli: &cli::Cli) -> anyhow::Result<u8> {
         cli::Command::Config(args) => config_cmd::config_command(&ctx, args),
         cli::Command::DetectVram(args) => detect::detect_command(&ctx, args),
         cli::Command::Graph(args) => report::graph_command(&ctx, args),
+        cli::Command::Watch(args) => watch::watch_command(&ctx, args),
     }
 }
