@@ -40,16 +40,34 @@ pub struct TaskInfo {
     pub depth: usize,
     pub running: Option<Running>,
     pub last_log: Option<LogRef>,
-    /// The word in `.state` when it is not the state the artifacts decide (`?` when the file
-    /// holds no known word).
-    pub state_file_differs: Option<String>,
+    pub state_file: StateFile,
+}
+
+/// What `.state` says next to what the artifacts decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateFile {
+    /// The same state, or no `.state` at all.
+    Agrees,
+    /// Another state word: for a moment after each phase (automaton writes `.state` just
+    /// after the artifact is judged), or for good when someone edited it.
+    Differs(&'static str),
+    /// A file that holds no state word (the walk warns about it).
+    Unknown,
 }
 
 impl TaskInfo {
-    /// The one-line summary plain mode prints, and compares to see a change.
+    /// The phase whose agent is at work: the next step's (or the verify command after
+    /// implement). An agent still exiting once its phase was judged is not shown as running.
+    pub fn running_phase(&self) -> Option<&LogRef> {
+        let log = self.last_log.as_ref().filter(|_| self.running.is_some())?;
+        (log.phase == self.view.next_step || log.phase == "verify").then_some(log)
+    }
+
+    /// The one-line summary plain mode prints, and compares to see a change. A `.state` that
+    /// lags the artifacts by a moment is left out; one that holds no state word is not.
     pub fn summary(&self) -> String {
         let mut s = self.view.state.to_string();
-        if let (Some(_), Some(log)) = (&self.running, &self.last_log) {
+        if let Some(log) = self.running_phase() {
             s.push_str(&format!(" · running {} #{}", log.phase, log.attempt));
         }
         if let Some(by) = &self.view.blocked_by {
@@ -58,8 +76,8 @@ impl TaskInfo {
         if let Some(r) = &self.view.reason {
             s.push_str(&format!(" · {r}"));
         }
-        if let Some(w) = &self.state_file_differs {
-            s.push_str(&format!(" · .state says {w}"));
+        if self.state_file == StateFile::Unknown {
+            s.push_str(" · .state unknown");
         }
         s
     }
@@ -85,19 +103,18 @@ fn task_info(tree: &TaskTree, i: usize) -> TaskInfo {
     // A part is loaded alone, so its top task has no parent in it; a sub-task's parent is.
     view.parent = node.parent.map(|p| tree.nodes[p].rel.clone());
     let logs = node.dir.join("logs");
-    let state_file_differs = match node.snap.state_file {
-        Some(s) if s == node.state() => None,
-        Some(s) => Some(s.word().to_string()),
-        // Present but not a known word: the walk warned about it.
-        None if node.dir.join(STATE_FILE).exists() => Some("?".into()),
-        None => None,
+    let state_file = match node.snap.state_file {
+        Some(s) if s == node.state() => StateFile::Agrees,
+        Some(s) => StateFile::Differs(s.word()),
+        None if node.dir.join(STATE_FILE).exists() => StateFile::Unknown,
+        None => StateFile::Agrees,
     };
     TaskInfo {
         view,
         depth: node.depth,
         running: running_agent(&logs),
         last_log: last_log(&logs),
-        state_file_differs,
+        state_file,
     }
 }
 
@@ -201,9 +218,9 @@ pub fn touched(project: &Path, path: &Path) -> Option<Touched> {
 pub enum Row {
     /// (part, node)
     Task(usize, usize),
-    /// `wave N` (or `not in plan`) under a parent, at a depth.
+    /// `wave N` (or `not in plan`) under a parent, with its indent in columns.
     Group(String, usize),
-    /// A sub-task DECOMPOSITION.md lists that has no folder yet.
+    /// A sub-task DECOMPOSITION.md lists that has no folder yet, with its indent.
     Missing(String, usize),
 }
 
@@ -441,7 +458,8 @@ fn part_key(rel: &str) -> Option<(usize, String)> {
 fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
     let node = &tree.nodes[i];
     rows.push(Row::Task(part, i));
-    let depth = node.depth + 1;
+    // A task is indented 4 columns a level, the wave it sits in 2.
+    let (group, sub) = (node.depth * 4 + 2, node.depth * 4 + 4);
     let child = |name: &str| {
         node.children
             .iter()
@@ -456,11 +474,11 @@ fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
                 if listed.is_empty() {
                     continue;
                 }
-                rows.push(Row::Group(format!("wave {w}"), depth));
+                rows.push(Row::Group(format!("wave {w}"), group));
                 for r in listed {
                     match child(&r.name) {
                         Some(c) => push_rows(tree, part, c, rows),
-                        None => rows.push(Row::Missing(r.name.clone(), depth)),
+                        None => rows.push(Row::Missing(r.name.clone(), sub)),
                     }
                 }
             }
@@ -471,7 +489,7 @@ fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
                 .filter(|c| plan.row(&tree.nodes[*c].name).is_none())
                 .collect();
             if !orphans.is_empty() {
-                rows.push(Row::Group("not in plan".into(), depth));
+                rows.push(Row::Group("not in plan".into(), group));
                 for c in orphans {
                     push_rows(tree, part, c, rows);
                 }

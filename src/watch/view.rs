@@ -2,7 +2,7 @@
 //! built), the selected task's log tail, and the keys. `--once` draws the same frame into a
 //! buffer and prints it as text.
 
-use super::model::{Model, Row, TaskInfo};
+use super::model::{Model, Row, StateFile, TaskInfo};
 use crate::report::thousands;
 use crate::state::State;
 use ratatui::Frame;
@@ -98,7 +98,7 @@ impl Ui {
 /// The rows of the tree the body has room for, given the frame's height.
 pub fn page_rows(height: u16, model: &Model, ui: &Ui) -> usize {
     let body = height.saturating_sub(header_height(model) + 1);
-    table_height(body, ui).saturating_sub(2) as usize
+    table_height(body, ui).saturating_sub(3) as usize
 }
 
 fn header_height(model: &Model) -> u16 {
@@ -145,7 +145,7 @@ pub fn draw(frame: &mut Frame, model: &Model, ui: &mut Ui, note: Option<&str>) {
         } else {
             "Enter log"
         };
-        format!(" ↑↓/j k move · PgUp/PgDn · {enter} · a attach · q quit · {pos}")
+        format!(" {pos} · ↑↓/j k move · PgUp/PgDn · {enter} · a attach · q quit")
     });
     frame.render_widget(
         Paragraph::new(keys).style(ui.style(Style::new().add_modifier(Modifier::REVERSED))),
@@ -171,12 +171,17 @@ fn header_lines(model: &Model, ui: &Ui, note: Option<&str>) -> Vec<Line<'static>
                 .map(|s| format!(" · {} of {}", dur(s), dur(run.total.as_secs())))
                 .unwrap_or_default();
             format!(
-                "run: pid {} · {}{age}",
+                "run: pid {} · jobs {}/{}{age} · {}",
                 h.pid.unwrap_or(0),
+                t.running,
+                run.jobs,
                 h.command.as_deref().unwrap_or("command unknown")
             )
         }
-        None => "run: no automaton drives this project".to_string(),
+        None => format!(
+            "run: no automaton drives this project · jobs {}/{}",
+            t.running, run.jobs
+        ),
     };
     let mut lines = vec![
         Line::from(vec![
@@ -187,7 +192,7 @@ fn header_lines(model: &Model, ui: &Ui, note: Option<&str>) -> Vec<Line<'static>
             Span::raw(model.project.display().to_string()),
             Span::raw(note.map(|n| format!(" · {n}")).unwrap_or_default()),
         ]),
-        Line::from(format!("{drive} · jobs {}/{}", t.running, run.jobs)),
+        Line::from(drive),
         Line::from(format!(
             "{} tasks · {} complete · {} running · {} human · {} blocked · {} tokens · ${:.2}",
             t.tasks,
@@ -211,16 +216,17 @@ fn header_lines(model: &Model, ui: &Ui, note: Option<&str>) -> Vec<Line<'static>
 
 const WIDTHS: [Constraint; 7] = [
     Constraint::Min(24),
-    Constraint::Length(20),
     Constraint::Length(18),
-    Constraint::Length(8),
-    Constraint::Length(10),
-    Constraint::Length(8),
+    Constraint::Length(16),
+    Constraint::Length(7),
+    Constraint::Length(9),
+    Constraint::Length(7),
     Constraint::Fill(1),
 ];
 
 fn draw_table(frame: &mut Frame, area: Rect, model: &Model, ui: &mut Ui) {
-    let visible = area.height.saturating_sub(2) as usize;
+    // Less the borders and the column titles.
+    let visible = area.height.saturating_sub(3) as usize;
     // Keep the selection on screen, scrolling no more than needed.
     if ui.selected < ui.offset {
         ui.offset = ui.selected;
@@ -261,7 +267,7 @@ fn draw_table(frame: &mut Frame, area: Rect, model: &Model, ui: &mut Ui) {
 }
 
 fn table_row<'a>(model: &Model, row: &Row, ui: &Ui) -> TableRow<'a> {
-    let indent = |d: usize| "  ".repeat(d);
+    let indent = |cols: usize| " ".repeat(cols);
     let dim = ui.style(Style::new().fg(Color::DarkGray));
     match row {
         Row::Group(label, depth) => {
@@ -277,9 +283,9 @@ fn table_row<'a>(model: &Model, row: &Row, ui: &Ui) -> TableRow<'a> {
                 return TableRow::new([""]);
             };
             let v = &t.view;
-            let phase = match (&t.running, &t.last_log) {
-                (Some(_), Some(l)) => format!("▶ {} #{}", l.phase, l.attempt),
-                _ => v.next_step.clone(),
+            let phase = match t.running_phase() {
+                Some(l) => format!("▶ {} #{}", l.phase, l.attempt),
+                None => v.next_step.clone(),
             };
             let elapsed = match (&t.running, &v.usage) {
                 (Some(r), _) => dur(SystemTime::now()
@@ -296,10 +302,11 @@ fn table_row<'a>(model: &Model, row: &Row, ui: &Ui) -> TableRow<'a> {
                 ),
                 None => Default::default(),
             };
-            let note = match (&v.blocked_by, &v.reason, &t.state_file_differs) {
+            let note = match (&v.blocked_by, &v.reason, &t.state_file) {
                 (Some(by), ..) => format!("blocked by {by}"),
                 (_, Some(r), _) => r.clone(),
-                (.., Some(w)) => format!(".state says {w}"),
+                (.., StateFile::Differs(w)) => format!(".state says {w}"),
+                (.., StateFile::Unknown) => ".state unknown".into(),
                 _ => match &v.subtasks {
                     Some(s) if !s.waiting_on.is_empty() => {
                         format!("waiting on {}", s.waiting_on.join(", "))
@@ -309,7 +316,7 @@ fn table_row<'a>(model: &Model, row: &Row, ui: &Ui) -> TableRow<'a> {
             };
             let state = State::parse(v.state);
             TableRow::new([
-                Cell::from(format!("{}{}", indent(t.depth), v.name)),
+                Cell::from(format!("{}{}", indent(t.depth * 4), v.name)),
                 Cell::from(v.state).style(ui.style(state_style(state, v.blocked_by.is_some()))),
                 Cell::from(phase),
                 Cell::from(elapsed),
