@@ -88,12 +88,18 @@ impl TaskInfo {
 pub struct Part {
     pub tree: TaskTree,
     pub infos: Vec<TaskInfo>,
+    /// Which read this is: a part whose generation did not change needs no second look.
+    pub generation: u64,
 }
 
 impl Part {
-    fn new(tree: TaskTree) -> Part {
+    fn new(tree: TaskTree, generation: u64) -> Part {
         let infos = (0..tree.nodes.len()).map(|i| task_info(&tree, i)).collect();
-        Part { tree, infos }
+        Part {
+            tree,
+            infos,
+            generation,
+        }
     }
 }
 
@@ -249,6 +255,7 @@ pub struct Model {
     root_warnings: Vec<String>,
     pub rows: Vec<Row>,
     pub run: RunInfo,
+    generation: u64,
 }
 
 impl Model {
@@ -266,6 +273,7 @@ impl Model {
             root_warnings: Vec::new(),
             rows: Vec::new(),
             run: RunInfo::default(),
+            generation: 0,
         };
         m.reload_all();
         Ok(m)
@@ -309,10 +317,14 @@ impl Model {
                 warnings.into_iter().partition(mine);
             warnings = rest;
             let Some(key) = part_key(&rel) else { continue };
-            let part = Part::new(TaskTree {
-                nodes,
-                warnings: part_warnings,
-            });
+            self.generation += 1;
+            let part = Part::new(
+                TaskTree {
+                    nodes,
+                    warnings: part_warnings,
+                },
+                self.generation,
+            );
             parts.insert(key, part);
         }
         self.parts = parts;
@@ -331,7 +343,9 @@ impl Model {
         }
         if dir.is_dir() {
             let tree = TaskTree::load_task(&self.project, &rel, &self.config);
-            self.parts.insert(key.clone(), Part::new(tree));
+            self.generation += 1;
+            self.parts
+                .insert(key.clone(), Part::new(tree, self.generation));
         } else if self.parts.remove(key).is_none() && dir.exists() {
             // A new stray file in a root: the whole walk words its warning.
             self.reload_all();

@@ -14,10 +14,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Debug, Default)]
 pub struct Plain {
-    /// path -> (state word, summary) as last printed.
-    tasks: BTreeMap<String, (String, String)>,
+    /// Per top-level task: the generation last printed, and (path, state, summary) of each
+    /// of its tasks. Only parts read again since are compared, so a refresh costs the change,
+    /// not the project.
+    parts: BTreeMap<(usize, String), (u64, Vec<Printed>)>,
     warnings: BTreeSet<String>,
     run: Option<String>,
+}
+
+#[derive(Debug)]
+struct Printed {
+    path: String,
+    state: &'static str,
+    summary: String,
 }
 
 impl Plain {
@@ -37,23 +46,50 @@ impl Plain {
             out.push(format!("warning: {w}"));
         }
         self.warnings = warnings;
-        let mut now = BTreeMap::new();
-        for info in model.tasks() {
-            let state = info.view.state.to_string();
-            let summary = info.summary();
-            match self.tasks.remove(&info.view.path) {
-                Some((_, old)) if old == summary => {}
-                Some((old_state, _)) if old_state != state => {
-                    out.push(format!("{}: {summary} (was {old_state})", info.view.path));
-                }
-                _ => out.push(format!("{}: {summary}", info.view.path)),
+        for (key, part) in &model.parts {
+            let before = match self.parts.get_mut(key) {
+                Some((generation, _)) if *generation == part.generation => continue,
+                Some((_, printed)) => std::mem::take(printed),
+                None => Vec::new(),
+            };
+            let now: Vec<Printed> = part
+                .infos
+                .iter()
+                .map(|i| Printed {
+                    path: i.view.path.clone(),
+                    state: i.view.state,
+                    summary: i.summary(),
+                })
+                .collect();
+            diff(before, &now, &mut out);
+            self.parts.insert(key.clone(), (part.generation, now));
+        }
+        self.parts.retain(|key, (_, printed)| {
+            let kept = model.parts.contains_key(key);
+            if !kept {
+                diff(std::mem::take(printed), &[], &mut out);
             }
-            now.insert(info.view.path.clone(), (state, summary));
-        }
-        for gone in std::mem::replace(&mut self.tasks, now).into_keys() {
-            out.push(format!("{gone}: gone"));
-        }
+            kept
+        });
         out
+    }
+}
+
+/// The lines from one part's tasks as printed before to the same part now.
+fn diff(before: Vec<Printed>, now: &[Printed], out: &mut Vec<String>) {
+    let mut before: BTreeMap<String, Printed> =
+        before.into_iter().map(|p| (p.path.clone(), p)).collect();
+    for p in now {
+        match before.remove(&p.path) {
+            Some(old) if old.summary == p.summary => {}
+            Some(old) if old.state != p.state => {
+                out.push(format!("{}: {} (was {})", p.path, p.summary, old.state))
+            }
+            _ => out.push(format!("{}: {}", p.path, p.summary)),
+        }
+    }
+    for gone in before.into_keys() {
+        out.push(format!("{gone}: gone"));
     }
 }
 
