@@ -137,7 +137,7 @@ fn full_screen(model: &mut Model, source: &mut Source, color: bool) -> anyhow::R
                 terminal.draw(|f| view::draw(f, model, &mut ui, note.as_deref()))?;
                 dirty = false;
             }
-            if event::poll(Duration::from_millis(50))? {
+            if event::poll(Duration::from_millis(25))? {
                 let page = view::page_rows(terminal.size()?.height, model, &ui);
                 match event::read()? {
                     Event::Key(k) if k.kind != KeyEventKind::Release => {
