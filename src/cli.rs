@@ -88,6 +88,9 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) on stdout (e.g. `automaton man > automaton.1`)
     Man,
+    /// A live view of every task, wave, phase and log; reads only, never takes the lock.
+    /// Without a terminal (a pipe, TERM=dumb) it prints one plain line per change
+    Watch(WatchArgs),
 }
 
 #[derive(Debug, Args)]
@@ -161,6 +164,30 @@ pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Draw one frame as text on stdout and exit (for scripts and tests)
+    #[arg(long)]
+    pub once: bool,
+    /// The size of the `--once` frame, COLSxROWS [default: the terminal's, else $COLUMNS x
+    /// $LINES, else 120x40]
+    #[arg(long, value_name = "COLSxROWS", value_parser = parse_size, requires = "once")]
+    pub size: Option<(u16, u16)>,
+}
+
+fn parse_size(s: &str) -> Result<(u16, u16), String> {
+    let (w, h) = s
+        .split_once('x')
+        .ok_or_else(|| format!("`{s}`: expected COLSxROWS, e.g. 120x40"))?;
+    let n = |v: &str| {
+        v.parse::<u16>()
+            .ok()
+            .filter(|n| (20..=1000).contains(n))
+            .ok_or_else(|| format!("`{v}`: a size from 20 to 1000"))
+    };
+    Ok((n(w)?, n(h)?))
 }
 
 #[derive(Debug, Args)]

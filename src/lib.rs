@@ -36,6 +36,7 @@ pub mod settings;
 pub mod state;
 pub mod store;
 pub mod task;
+pub mod watch;
 
 pub use commands::Ctx;
 

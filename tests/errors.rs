@@ -146,6 +146,7 @@ fn config_shows_the_environment_knobs_and_their_origin() {
         "  AUTOMATON_HOME                 ~/.automaton             # default\n\
          \x20 AUTOMATON_KILL_GRACE           5s                       # default\n\
          \x20 AUTOMATON_CONTRACT_GRACE       10s                      # default\n\
+         \x20 AUTOMATON_WATCH_POLL           (unset)                  # default\n\
          \x20 AUTOMATON_NOTIFY_TIMEOUT       10s                      # default\n\
          \x20 AUTOMATON_VRAM_SCRIPT_TIMEOUT  10                       # default\n"
     );

@@ -14,6 +14,7 @@ mod project;
 mod shell;
 mod status;
 mod task;
+mod watch;
 
 pub use error::{Error, Result};
 
@@ -153,6 +154,7 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Approve(args) => gates::approve_command(&ctx, args),
         cli::Command::Reject(args) => gates::reject_command(&ctx, args),
         cli::Command::Rerun(args) => gates::rerun_command(&ctx, args),
+        cli::Command::Watch(args) => watch::watch_command(&ctx, args),
         cli::Command::Init(_) | cli::Command::Completions(_) | cli::Command::Man => {
             unreachable!("handled above")
         }

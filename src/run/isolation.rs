@@ -32,6 +32,8 @@ impl Mode {
         match word {
             "worktree" => Mode::Worktree,
             "none" => Mode::None,
+            // No `.git` above the project: not a repository, and no git process spawned.
+            _ if !project.ancestors().any(|d| d.join(".git").exists()) => Mode::None,
             _ if Repo::discover(project).is_some() => Mode::Worktree,
             _ => Mode::None,
         }

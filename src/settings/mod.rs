@@ -378,6 +378,14 @@ registry! {
         Kind::Duration,
         Some("AUTOMATON_CONTRACT_GRACE"),
         "time an agent gets to exit after it printed CONTRACT_MET";
+    WatchPoll => "env.watch_poll",
+        Env,
+        "Variables",
+        "AUTOMATON_WATCH_POLL",
+        "",
+        Kind::Text,
+        Some("AUTOMATON_WATCH_POLL"),
+        "a duration (e.g. 2s): `watch` re-reads the project on that timer instead of using file notifications";
     NotifyTimeout => "env.notify_timeout",
         Env,
         "Variables",

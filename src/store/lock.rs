@@ -100,6 +100,27 @@ pub fn acquire(project: &Path) -> Result<ProjectLock, LockError> {
     Ok(ProjectLock { _file: file, path })
 }
 
+/// Who holds (or last held) the lock, as the lock file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub pid: Option<u32>,
+    /// Start time, in seconds since the Unix epoch.
+    pub since: Option<u64>,
+    pub command: Option<String>,
+}
+
+/// Read the lock file's holder details without taking the lock (`watch`). The file outlives
+/// its holder: whether that process still runs is the caller's question.
+pub fn read_holder(project: &Path) -> Option<Holder> {
+    let text = fs::read_to_string(project.join(".automaton").join("lock")).ok()?;
+    let (pid, since, command) = parse_holder(&text);
+    Some(Holder {
+        pid,
+        since,
+        command,
+    })
+}
+
 /// Parse `pid: N`, `started: SECS`, `command: ...` lines; a bare number is taken as the pid.
 fn parse_holder(text: &str) -> (Option<u32>, Option<u64>, Option<String>) {
     let (mut pid, mut since, mut command) = (None, None, None);
