@@ -16,8 +16,8 @@ Examples:
   automaton status --json | jq '.tasks[]'     the same for scripts
   automaton detect-vram --human               GPU/RAM/context budget
 
-Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-22 human intervention needed,
-75 project locked, 130 interrupted).";
+Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-22 and 26-27 human
+intervention needed, 28 run budget spent, 75 project locked, 130 interrupted).";
 
 #[derive(Debug, Parser)]
 #[command(

@@ -50,6 +50,8 @@ impl TaskNode {
 pub struct TaskTree {
     pub nodes: Vec<TaskNode>,
     pub warnings: Vec<String>,
+    /// `Budget per task`, for reports that show spend against it (set by the caller).
+    pub budget: Option<crate::decide::Budget>,
 }
 
 impl TaskTree {
@@ -349,6 +351,7 @@ impl Walker {
         TaskTree {
             nodes: self.nodes,
             warnings: self.warnings,
+            budget: None,
         }
     }
 }
