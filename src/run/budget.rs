@@ -84,7 +84,6 @@ pub fn phase_spend(report: &super::adapter::PhaseReport) -> Spend {
 /// agent's process group (TERM, the kill grace, KILL), as a timeout would.
 pub struct Watch<'r, 'a> {
     run: &'r Run<'a>,
-    task_dir: PathBuf,
     log: PathBuf,
     pid_file: PathBuf,
     /// What the task's journal said before this phase.
@@ -111,7 +110,6 @@ impl<'r, 'a> Watch<'r, 'a> {
         let offset = std::fs::metadata(log).map_or(0, |m| m.len());
         Some(Watch {
             run,
-            task_dir: task_dir.to_path_buf(),
             log: log.to_path_buf(),
             pid_file: pid_file.to_path_buf(),
             task_before: task_spent(task_dir),
@@ -158,7 +156,6 @@ impl<'r, 'a> Watch<'r, 'a> {
                         )
                     })
             });
-        let _ = &self.task_dir;
         if let Some(t) = tripped {
             st.tripped = Some(t);
             self.stop_agent();
