@@ -20,8 +20,8 @@ Examples:
 Without --project/-C, the project is the nearest folder at or above the working directory that
 holds .automaton/ or tasks/.
 
-Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-25 human intervention needed or
-refused, 66 no project, 75 project locked, 130 interrupted).";
+Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-27 human intervention needed or
+refused, 28 run budget spent, 66 no project, 75 project locked, 130 interrupted).";
 
 #[derive(Debug, Parser)]
 #[command(

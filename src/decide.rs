@@ -5,7 +5,7 @@
 
 use crate::exit;
 use crate::state::{Cause, Phase, State};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Why a run stopped before completion; each has its own exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,12 +26,18 @@ pub enum StopKind {
     Stale,
     Isolation,
     Interrupted,
+    /// A phase after test_design changed a frozen acceptance file.
+    Frozen,
+    /// The task's spend passed `Budget per task`.
+    TaskBudget,
+    /// This run's spend passed `Budget per run` (a run stop: the next run starts a new budget).
+    RunBudget,
 }
 
 impl StopKind {
     /// Every stop kind with its word (in `--json` events) and its documented exit code: the
     /// one table of both, in variant order.
-    pub const TABLE: [(StopKind, &'static str, u8); 14] = [
+    pub const TABLE: [(StopKind, &'static str, u8); 17] = [
         (
             StopKind::VerdictFailed,
             "verdict_failed",
@@ -66,6 +72,9 @@ impl StopKind {
             exit::ISOLATION_FAILED,
         ),
         (StopKind::Interrupted, "interrupted", exit::INTERRUPTED),
+        (StopKind::Frozen, "frozen_changed", exit::FROZEN_CHANGED),
+        (StopKind::TaskBudget, "task_budget", exit::TASK_BUDGET),
+        (StopKind::RunBudget, "run_budget", exit::RUN_BUDGET),
     ];
 
     pub fn code(self) -> u8 {
@@ -79,14 +88,34 @@ impl StopKind {
     /// Whether the stop belongs to the task (it needs a human) or only to this run (Ctrl-C,
     /// the total-time cap: the next run resumes where it was).
     pub fn is_task_stop(self) -> bool {
-        !matches!(self, StopKind::Interrupted | StopKind::TotalTimeCap)
+        !matches!(
+            self,
+            StopKind::Interrupted | StopKind::TotalTimeCap | StopKind::RunBudget
+        )
     }
 
-    /// Whether the stop is recorded in `.stop`. A gate and staleness are not: the files
-    /// themselves say so (`.state.approvals`, `.state.inputs`), and they clear when a person
-    /// approves or reruns, without a retry.
+    /// Whether a failed phase attempt that ended this way is worth another attempt in the same
+    /// run (`- **Retries**`): the agent's failure, a missing or malformed artifact, a timeout,
+    /// a stall. Never a person's decision, a cap, a budget or a frozen file.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            StopKind::AgentFailed
+                | StopKind::BadArtifact
+                | StopKind::PhaseTimeout
+                | StopKind::Stalled
+        )
+    }
+
+    /// Whether the stop is recorded in `.stop`. A gate, staleness and a changed frozen file are
+    /// not: the files themselves say so (`.state.approvals`, `.state.inputs`,
+    /// `.state.frozen`), and they clear when a person approves or reruns, without a retry.
     pub fn is_recorded(self) -> bool {
-        self.is_task_stop() && !matches!(self, StopKind::AwaitingApproval | StopKind::Stale)
+        self.is_task_stop()
+            && !matches!(
+                self,
+                StopKind::AwaitingApproval | StopKind::Stale | StopKind::Frozen
+            )
     }
 
     /// The stop (and exit code) for a task the state machine put in human_intervention.
@@ -141,6 +170,13 @@ pub struct Facts {
     /// sub-tasks has started, and it was not sent back before: the decomposition phase runs
     /// once more with the over-budget rows in its prompt (seed 000).
     pub replan: bool,
+    /// A frozen acceptance file (TEST_PLAN.md, `## Acceptance tests`) differs from its
+    /// recorded hash, and the task is past test_design.
+    pub frozen_changed: bool,
+    /// The task's spend passed `Budget per task`.
+    pub task_over_budget: bool,
+    /// This run's spend passed `Budget per run`.
+    pub run_over_budget: bool,
     /// The clock, and the run's total-time deadline.
     pub now: Instant,
     pub deadline: Instant,
@@ -175,11 +211,16 @@ pub enum Action {
     RunChildren,
     /// Send the plan back to the decomposition phase, once, with the over-budget rows.
     Replan,
+    /// A frozen acceptance file changed: stop the task until a person approves the change.
+    Frozen,
+    /// A phase would run, but the task's budget is spent: stop the task.
+    OverBudget(Phase),
 }
 
 /// Decide the next action. The run's own stops come first (a cancelled or timed-out run acts
 /// on nothing), then stale artifacts (nothing goes on from edited ground, not even a
-/// completion), then the state machine's terminal states, then a gate, then the caps.
+/// completion), then the state machine's terminal states, then a changed frozen file, then,
+/// where a phase would run, the budgets (the run's, then the task's), a gate, then the caps.
 pub fn next_action(f: &Facts) -> Action {
     if f.cancelled {
         return Action::EndRun(StopKind::Interrupted);
@@ -195,8 +236,13 @@ pub fn next_action(f: &Facts) -> Action {
         State::Complete => Action::Complete,
         State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
         State::Next(phase) if f.step && f.iterations >= 1 => Action::StepDone(phase),
+        State::Next(_) if f.frozen_changed => Action::Frozen,
         State::Next(Phase::Decomposition) if f.has_plan && f.replan => {
-            if f.iterations >= f.max_iterations {
+            if f.run_over_budget {
+                Action::EndRun(StopKind::RunBudget)
+            } else if f.task_over_budget {
+                Action::OverBudget(Phase::Decomposition)
+            } else if f.iterations >= f.max_iterations {
                 Action::IterationCap(Phase::Decomposition)
             } else {
                 Action::Replan
@@ -211,9 +257,155 @@ pub fn next_action(f: &Facts) -> Action {
                 Action::RunChildren
             }
         }
+        State::Next(_) if f.run_over_budget => Action::EndRun(StopKind::RunBudget),
+        State::Next(phase) if f.task_over_budget => Action::OverBudget(phase),
         State::Next(phase) if f.awaiting_approval => Action::AwaitApproval(phase),
         State::Next(phase) if f.iterations >= f.max_iterations => Action::IterationCap(phase),
         State::Next(phase) => Action::RunPhase(phase),
+    }
+}
+
+/// A spending limit: tokens, dollars or both (`- **Budget per task**: 2M tokens, $5`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Budget {
+    pub tokens: Option<u64>,
+    pub usd: Option<f64>,
+}
+
+/// What was spent: tokens (input, cache included, plus output) and dollars, as the agents
+/// reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Spend {
+    pub tokens: u64,
+    pub usd: f64,
+}
+
+impl Spend {
+    pub fn plus(self, other: Spend) -> Spend {
+        Spend {
+            tokens: self.tokens.saturating_add(other.tokens),
+            usd: self.usd + other.usd,
+        }
+    }
+}
+
+impl Budget {
+    /// Whether any limit is set.
+    pub fn is_set(&self) -> bool {
+        self.tokens.is_some() || self.usd.is_some()
+    }
+
+    /// The first limit `spent` passed (more than the limit), as "8,723 tokens spent of a
+    /// 5,000-token budget"; `None` while within every limit.
+    pub fn exceeded(&self, spent: &Spend) -> Option<String> {
+        if let Some(limit) = self.tokens.filter(|l| spent.tokens > *l) {
+            return Some(format!(
+                "{} tokens spent of a {}-token budget",
+                group(spent.tokens),
+                group(limit)
+            ));
+        }
+        if let Some(limit) = self.usd.filter(|l| spent.usd > *l) {
+            return Some(format!("${:.4} spent of a ${limit:.2} budget", spent.usd));
+        }
+        None
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// What [`retry`] looks at after a failed phase attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryFacts {
+    /// How the attempt failed ([`judge_phase`]'s stop).
+    pub kind: StopKind,
+    /// Failed attempts of this phase in this run, this one included (1 after the first).
+    pub failures: u32,
+    /// `- **Retries**`: attempts allowed after the first.
+    pub retries: u32,
+    /// The agent said it was rate-limited or overloaded (429, 529, `rate_limit`, `overloaded`).
+    pub rate_limited: bool,
+    /// `- **Retry backoff**`: the wait before the first retry; it doubles for each next one.
+    pub backoff: Duration,
+    /// Phases this task ran in this run (retries count), and the cap on them.
+    pub iterations: u64,
+    pub max_iterations: u64,
+    /// `--step` runs exactly one phase: no retry.
+    pub step: bool,
+    pub now: Instant,
+    pub deadline: Instant,
+}
+
+/// The shortest wait before a retry after a rate-limit or overload signal, even with
+/// `Retry backoff: 0` (it doubles like the backoff).
+pub const RATE_LIMIT_MIN_BACKOFF: Duration = Duration::from_secs(1);
+/// The longest single wait between attempts.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+
+/// Why a failed attempt is not retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GiveUp {
+    /// The failure is not one a retry can mend (see [`StopKind::is_retryable`]), or `--step`.
+    NotRetryable,
+    /// `Retries` more attempts ran and failed too.
+    Exhausted,
+    /// `--max-iterations` phases ran for the task.
+    IterationCap,
+    /// The wait would end past the total-time deadline.
+    Deadline,
+}
+
+/// Retry or not, after a failed phase attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Wait this long (interruptibly), then run the phase again.
+    After(Duration),
+    GiveUp(GiveUp),
+}
+
+/// The wait before retry number `n` (1-based): `backoff × 2^(n-1)`, at least
+/// [`RATE_LIMIT_MIN_BACKOFF`] doubled the same way after a rate-limit signal, at most
+/// [`MAX_BACKOFF`].
+pub fn backoff_for(n: u32, backoff: Duration, rate_limited: bool) -> Duration {
+    let base = if rate_limited {
+        backoff.max(RATE_LIMIT_MIN_BACKOFF)
+    } else {
+        backoff
+    };
+    let factor = 1u32.checked_shl(n.saturating_sub(1)).unwrap_or(u32::MAX);
+    base.checked_mul(factor)
+        .unwrap_or(MAX_BACKOFF)
+        .min(MAX_BACKOFF)
+}
+
+/// Decide whether a failed phase attempt runs again: only a retryable failure, outside
+/// `--step`, while retries are left, under the iteration cap, and when the wait ends before
+/// the total-time deadline.
+pub fn retry(f: &RetryFacts) -> Retry {
+    if !f.kind.is_retryable() || f.step {
+        return Retry::GiveUp(GiveUp::NotRetryable);
+    }
+    if f.failures > f.retries {
+        return Retry::GiveUp(GiveUp::Exhausted);
+    }
+    if f.iterations >= f.max_iterations {
+        return Retry::GiveUp(GiveUp::IterationCap);
+    }
+    let wait = backoff_for(f.failures, f.backoff, f.rate_limited);
+    match f.now.checked_add(wait) {
+        Some(t) if t < f.deadline => Retry::After(wait),
+        _ => Retry::GiveUp(GiveUp::Deadline),
     }
 }
 
@@ -305,7 +497,6 @@ pub fn judge_phase(p: &PhaseFacts<'_>) -> Result<(), (StopKind, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     const CAUSES: [Option<Cause>; 8] = [
         None,
@@ -345,8 +536,14 @@ mod tests {
             })
         } else if f.step && f.iterations > 0 {
             Action::StepDone(f.state.next_phase().expect("non-terminal"))
+        } else if f.frozen_changed {
+            Action::Frozen
         } else if f.state == State::Next(Phase::Decomposition) && f.has_plan && f.replan {
-            if capped {
+            if f.run_over_budget {
+                Action::EndRun(StopKind::RunBudget)
+            } else if f.task_over_budget {
+                Action::OverBudget(Phase::Decomposition)
+            } else if capped {
                 Action::IterationCap(Phase::Decomposition)
             } else {
                 Action::Replan
@@ -359,6 +556,10 @@ mod tests {
             Action::RunSubtasks
         } else if f.unplanned {
             Action::RunChildren
+        } else if f.run_over_budget {
+            Action::EndRun(StopKind::RunBudget)
+        } else if f.task_over_budget {
+            Action::OverBudget(f.state.next_phase().expect("non-terminal"))
         } else if f.awaiting_approval {
             Action::AwaitApproval(f.state.next_phase().expect("non-terminal"))
         } else if capped {
@@ -377,8 +578,8 @@ mod tests {
                 for has_plan in [false, true] {
                     for verify in VERIFY {
                         for (iterations, max_iterations) in [(0, 10), (9, 10), (10, 10), (0, 0)] {
-                            for flags in 0..128u8 {
-                                let bit = |n: u8| flags & (1 << n) != 0;
+                            for flags in 0..1024u16 {
+                                let bit = |n: u16| flags & (1 << n) != 0;
                                 let late = bit(1);
                                 let f = Facts {
                                     state,
@@ -393,6 +594,9 @@ mod tests {
                                     replan: bit(4),
                                     awaiting_approval: bit(5),
                                     stale: bit(6),
+                                    frozen_changed: bit(7),
+                                    task_over_budget: bit(8),
+                                    run_over_budget: bit(9),
                                     now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
                                     deadline: t0 + Duration::from_secs(10),
                                 };
@@ -404,7 +608,122 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 128);
+        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 1024);
+    }
+
+    /// An independent statement of the retry rules.
+    fn retry_reference(f: &RetryFacts) -> Retry {
+        let retryable = matches!(
+            f.kind,
+            StopKind::AgentFailed
+                | StopKind::BadArtifact
+                | StopKind::PhaseTimeout
+                | StopKind::Stalled
+        );
+        if !retryable || f.step {
+            return Retry::GiveUp(GiveUp::NotRetryable);
+        }
+        let attempts_allowed = 1 + f.retries;
+        if f.failures >= attempts_allowed {
+            return Retry::GiveUp(GiveUp::Exhausted);
+        }
+        if f.iterations >= f.max_iterations {
+            return Retry::GiveUp(GiveUp::IterationCap);
+        }
+        let mut wait = if f.rate_limited && f.backoff < Duration::from_secs(1) {
+            Duration::from_secs(1)
+        } else {
+            f.backoff
+        };
+        for _ in 1..f.failures {
+            wait = wait.saturating_mul(2);
+        }
+        let wait = wait.min(Duration::from_secs(3600));
+        if f.now + wait >= f.deadline {
+            Retry::GiveUp(GiveUp::Deadline)
+        } else {
+            Retry::After(wait)
+        }
+    }
+
+    #[test]
+    fn retry_matches_the_reference_in_every_case() {
+        let t0 = Instant::now();
+        let mut cases = 0;
+        for (kind, _, _) in StopKind::TABLE {
+            for failures in 1..=5 {
+                for retries in [0, 1, 2, 4] {
+                    for backoff_ms in [0, 200, 10_000] {
+                        for (iterations, max_iterations) in [(1, 10), (9, 10), (10, 10)] {
+                            for flags in 0..8u8 {
+                                let bit = |n: u8| flags & (1 << n) != 0;
+                                let f = RetryFacts {
+                                    kind,
+                                    failures,
+                                    retries,
+                                    rate_limited: bit(0),
+                                    backoff: Duration::from_millis(backoff_ms),
+                                    iterations,
+                                    max_iterations,
+                                    step: bit(1),
+                                    now: t0,
+                                    deadline: t0
+                                        + Duration::from_secs(if bit(2) { 15 } else { 86_400 }),
+                                };
+                                assert_eq!(retry(&f), retry_reference(&f), "{f:?}");
+                                cases += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(cases, 17 * 5 * 4 * 3 * 3 * 8);
+    }
+
+    #[test]
+    fn backoff_doubles_from_the_setting_and_a_rate_limit_always_waits() {
+        let ms = Duration::from_millis;
+        assert_eq!(backoff_for(1, ms(200), false), ms(200));
+        assert_eq!(backoff_for(2, ms(200), false), ms(400));
+        assert_eq!(backoff_for(3, ms(200), false), ms(800));
+        assert_eq!(backoff_for(1, Duration::ZERO, false), Duration::ZERO);
+        assert_eq!(backoff_for(1, Duration::ZERO, true), ms(1000));
+        assert_eq!(backoff_for(2, ms(200), true), ms(2000));
+        assert_eq!(backoff_for(2, ms(5000), true), ms(10_000));
+        assert_eq!(backoff_for(40, ms(200), false), MAX_BACKOFF);
+        assert_eq!(backoff_for(u32::MAX, MAX_BACKOFF, true), MAX_BACKOFF);
+    }
+
+    #[test]
+    fn budgets_say_what_was_spent_against_which_limit() {
+        let b = Budget {
+            tokens: Some(5_000),
+            usd: Some(1.0),
+        };
+        let spent = |tokens, usd| Spend { tokens, usd };
+        assert_eq!(b.exceeded(&spent(5_000, 1.0)), None);
+        assert_eq!(
+            b.exceeded(&spent(8_723, 0.5)).as_deref(),
+            Some("8,723 tokens spent of a 5,000-token budget")
+        );
+        assert_eq!(
+            b.exceeded(&spent(10, 1.25)).as_deref(),
+            Some("$1.2500 spent of a $1.00 budget")
+        );
+        assert!(!Budget::default().is_set());
+        assert_eq!(Budget::default().exceeded(&spent(u64::MAX, 1e9)), None);
+        assert_eq!(spent(1, 0.5).plus(spent(2, 0.25)), spent(3, 0.75));
+        for kind in [StopKind::TaskBudget, StopKind::Frozen] {
+            assert!(kind.is_task_stop() && !kind.is_retryable(), "{kind:?}");
+        }
+        assert!(StopKind::TaskBudget.is_recorded());
+        assert!(!StopKind::Frozen.is_recorded());
+        assert!(!StopKind::RunBudget.is_task_stop());
+        assert_eq!(
+            [StopKind::Frozen, StopKind::TaskBudget, StopKind::RunBudget].map(StopKind::code),
+            [26, 27, 28]
+        );
     }
 
     #[test]

@@ -48,6 +48,13 @@ pub const AGENT_NOT_FOUND: u8 = 24;
 /// printed, and tasks the run was asked about are not complete yet: they wait for a person to
 /// run their next step.
 pub const WAITING: u8 = 25;
+/// `orchestrate`: a phase after test_design changed a frozen acceptance file (TEST_PLAN.md or a
+/// file under its `## Acceptance tests`); `automaton approve` accepts the change.
+pub const FROZEN_CHANGED: u8 = 26;
+/// `orchestrate`: the task's spend (tokens or dollars in its journal) passed `Budget per task`.
+pub const TASK_BUDGET: u8 = 27;
+/// `orchestrate`: this run's spend passed `Budget per run`.
+pub const RUN_BUDGET: u8 = 28;
 /// `orchestrate "…"` found no project (no `.automaton/` or `tasks/` here or above, and no
 /// `--project`), or would create one inside a task folder (EX_NOINPUT).
 pub const NO_PROJECT: u8 = 66;

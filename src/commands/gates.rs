@@ -46,6 +46,29 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
     let waiting: Vec<usize> = (0..tree.nodes.len())
         .filter(|i| tree.nodes[*i].approval.is_some() && (args.all || *i == 0))
         .collect();
+    // Changed frozen acceptance files (seed 003): approving accepts them as they are now.
+    let mut accepted_any = false;
+    for node in tree
+        .nodes
+        .iter()
+        .take(if args.all { usize::MAX } else { 1 })
+    {
+        let files = crate::task::frozen::accept(&node.dir)?;
+        if !files.is_empty() {
+            accepted_any = true;
+            out::println(format_args!(
+                "Accepted the change to {} of {} by {} (new hashes in {}/.state.frozen)",
+                files.join(", "),
+                node.rel,
+                approvals::who(),
+                node.rel
+            ))?;
+        }
+    }
+    if waiting.is_empty() && accepted_any {
+        out::println(format_args!("Next:\n  {prefix} orchestrate --task {rel}"))?;
+        return Ok(exit::OK);
+    }
     if waiting.is_empty() {
         let gates = settings.text(Key::ApproveBefore);
         let subs: Vec<&str> = tree.nodes[1..]

@@ -120,6 +120,9 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         slots: Slots::new(limits.jobs),
         isolation: isolation.as_ref(),
         step: args.step,
+        budgets: crate::run::budget::Budgets::from_settings(&settings),
+        retries: u32::try_from(settings.count(Key::Retries)).unwrap_or(u32::MAX),
+        retry_backoff: settings.duration(Key::RetryBackoff),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {
@@ -141,6 +144,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let outcome = driver::drive(&run, &rel, true)?;
     let mut tree = TaskTree::load_task(&ctx.project, &rel, &config);
     tree.apply_gates(&gates);
+    tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     finish(&tree, &prefix, &progress, &rel, outcome, args.step)
 }

@@ -17,6 +17,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     let gates = crate::report::approval_gates(&settings);
     let mut tree = TaskTree::load(&ctx.project, &phase_config(&settings));
     tree.apply_gates(&gates);
+    tree.budget = Some(settings.budget(crate::settings::Key::BudgetPerTask));
     print_warnings(&tree.warnings);
     let prefix = ctx.command_prefix();
     // Auto-Execute says what `orchestrate` would do: run the next steps (Autopilot: Enabled),

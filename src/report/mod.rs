@@ -97,6 +97,68 @@ pub struct TaskView {
     pub stale_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rerun_from: Option<&'static str>,
+    /// Frozen acceptance files changed since test_design (and by which phase); `automaton
+    /// approve` accepts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frozen_changed: Option<String>,
+    /// Spend against `Budget per task` (only when one is set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetView>,
+}
+
+/// One limit of a budget and what was spent against it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Limit<T> {
+    pub spent: T,
+    pub limit: T,
+}
+
+/// A task's spend against `Budget per task`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Limit<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd: Option<Limit<f64>>,
+    pub exceeded: bool,
+}
+
+fn budget_view(budget: &crate::decide::Budget, usage: Option<&Usage>) -> BudgetView {
+    let spent = crate::decide::Spend {
+        tokens: usage.and_then(|u| u.tokens).unwrap_or(0),
+        usd: usage.and_then(|u| u.cost_usd).unwrap_or(0.0),
+    };
+    BudgetView {
+        tokens: budget.tokens.map(|limit| Limit {
+            spent: spent.tokens,
+            limit,
+        }),
+        usd: budget.usd.map(|limit| Limit {
+            spent: spent.usd,
+            limit,
+        }),
+        exceeded: budget.exceeded(&spent).is_some(),
+    }
+}
+
+/// `- **Budget**: 8,723 of 5,000 tokens, $0.04 of $1.00 (exceeded)`.
+fn budget_line(b: &BudgetView) -> String {
+    let mut parts = Vec::new();
+    if let Some(t) = b.tokens {
+        parts.push(format!(
+            "{} of {} tokens",
+            thousands(t.spent),
+            thousands(t.limit)
+        ));
+    }
+    if let Some(d) = b.usd {
+        parts.push(format!("${:.2} of ${:.2}", d.spent, d.limit));
+    }
+    let mut line = parts.join(", ");
+    if b.exceeded {
+        line.push_str(" (exceeded: raise `- **Budget per task**` in config.md to go on)");
+    }
+    line
 }
 
 /// What git says of an isolated task's branch: (merged, commits ahead of its base).
@@ -204,6 +266,17 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
     let fix_tasks = planned_fix_tasks(tree, i);
     let rerun_from = crate::task::gates::rerun_phase(&node.stale).map(|p| p.word());
     let awaiting = node.approval.as_ref().map(|w| w.gate.word());
+    let frozen_changed = match state {
+        State::Next(p) if p.artifact() > Artifact::TestPlan => {
+            crate::task::frozen::summary(&node.dir)
+        }
+        _ => None,
+    };
+    let usage = journal::usage(&node.dir);
+    let budget = tree
+        .budget
+        .filter(|b| b.is_set())
+        .map(|b| budget_view(&b, usage.as_ref()));
     let (next_step, command) = match state {
         _ if let Some(from) = rerun_from => (
             "rerun".to_string(),
@@ -225,7 +298,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
                 run
             }),
         ),
-        _ if awaiting.is_some() => (
+        _ if awaiting.is_some() || frozen_changed.is_some() => (
             "approve".to_string(),
             Some(format!("{prefix} approve {}", node.rel)),
         ),
@@ -299,7 +372,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         subtasks,
         fix_tasks,
         step,
-        usage: journal::usage(&node.dir),
+        usage,
         merged,
         ahead,
         base_branch: isolated
@@ -323,6 +396,8 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         stale: node.stale.iter().map(|s| s.artifact).collect(),
         stale_reason: crate::task::gates::stale_summary(&node.stale),
         rerun_from,
+        frozen_changed,
+        budget,
     }
 }
 
@@ -389,10 +464,10 @@ fn next_step_title(v: &TaskView) -> String {
     match v.next_step.as_str() {
         "none" => "None (complete)".into(),
         "human" => "Human decision".into(),
-        "approve" => format!(
-            "Approval of {} (waiting for a person)",
-            v.awaiting_approval.unwrap_or("?")
-        ),
+        "approve" => match v.awaiting_approval {
+            Some(gate) => format!("Approval of {gate} (waiting for a person)"),
+            None => "Approval of the changed frozen acceptance files (waiting for a person)".into(),
+        },
         "rerun" => format!(
             "Rerun from {} (stale artifacts)",
             v.rerun_from.unwrap_or("?")
@@ -510,8 +585,18 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     if let Some(why) = &v.stale_reason {
         let _ = writeln!(out, "- **Stale**: {why}");
     }
+    if let Some(why) = &v.frozen_changed {
+        let _ = writeln!(
+            out,
+            "- **Frozen files changed**: {why}; accept with `automaton approve {}` or restore them",
+            v.path
+        );
+    }
     if let Some(line) = v.usage.as_ref().and_then(usage_line) {
         let _ = writeln!(out, "- **Usage**: {line}");
+    }
+    if let Some(b) = &v.budget {
+        let _ = writeln!(out, "- **Budget**: {}", budget_line(b));
     }
     if let Some(r) = &v.reason {
         let _ = writeln!(out, "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {r}");

@@ -41,6 +41,9 @@ pub struct PhaseReport {
     pub cost_usd: Option<f64>,
     /// The model's context window, as the agent reported it.
     pub context_window: Option<u64>,
+    /// The agent's failure was a rate limit or an overload (HTTP 429 / 529, `rate_limit`,
+    /// `overloaded`): a retry always backs off first.
+    pub rate_limited: bool,
 }
 
 impl PhaseReport {
@@ -374,6 +377,11 @@ pub fn parse_claude(output: &str) -> PhaseReport {
             format!(" ({subtype})")
         };
         r.error = Some(format!("claude reported an error result{kind}{detail}"));
+        let status = u64_field(result, "api_error_status");
+        let error_type = str_field(result, "api_error_type").unwrap_or_default();
+        r.rate_limited = matches!(status, Some(429 | 529))
+            || is_rate_limit_text(&error_type)
+            || r.error.as_deref().is_some_and(is_rate_limit_text);
     } else {
         r.ok = Some(true);
     }
@@ -446,6 +454,8 @@ pub fn parse_codex(output: &str) -> PhaseReport {
                     "codex reported turn.failed: {}",
                     short(&unwrap_api_error(&msg))
                 ));
+                r.rate_limited = is_rate_limit_text(&msg)
+                    || last_error.as_deref().is_some_and(is_rate_limit_text);
             }
             Some("error") => {
                 last_error = str_field(e, "message")
@@ -487,6 +497,109 @@ pub fn parse_codex(output: &str) -> PhaseReport {
         });
     }
     r
+}
+
+/// Whether an agent's error text is a rate limit or an overload: `429`, `529`, `rate limit`,
+/// `rate_limit`, `ratelimit`, `too many requests`, `overloaded` (any case).
+pub fn is_rate_limit_text(text: &str) -> bool {
+    let t = text.to_ascii_lowercase();
+    let status = |code: &str| {
+        t.match_indices(code).any(|(i, _)| {
+            let before = t[..i].chars().next_back();
+            let after = t[i + code.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_digit())
+                && !after.is_some_and(|c| c.is_ascii_digit())
+        })
+    };
+    [
+        "rate limit",
+        "rate_limit",
+        "ratelimit",
+        "too many requests",
+        "overloaded",
+    ]
+    .iter()
+    .any(|w| t.contains(w))
+        || status("429")
+        || status("529")
+}
+
+/// Usage as an agent's output streams in, for budgets checked while a phase runs: Claude's
+/// `assistant` messages (each API call's usage, counted once per message id) until its
+/// `result` gives the totals and the cost; Codex's `turn.completed`; aider's `Tokens:` lines.
+#[derive(Debug, Default)]
+pub struct StreamUsage {
+    per_message: std::collections::HashMap<String, u64>,
+    running: u64,
+    final_tokens: Option<u64>,
+    cost_usd: Option<f64>,
+}
+
+impl StreamUsage {
+    /// Take in one complete output line of an agent of kind `agent` (`claude`, ...).
+    pub fn feed(&mut self, agent: &str, line: &str) {
+        let t = line.trim();
+        if agent == "aider" {
+            if t.starts_with("Tokens: ") {
+                let r = parse_aider(t);
+                self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
+                if let Some(c) = r.cost_usd {
+                    self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
+                }
+            }
+            return;
+        }
+        if !t.starts_with('{') {
+            return;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(t) else {
+            return;
+        };
+        match (agent, v.get("type").and_then(Value::as_str)) {
+            ("claude", Some("assistant")) => {
+                let Some(u) = v.pointer("/message/usage") else {
+                    return;
+                };
+                let n = [
+                    "input_tokens",
+                    "cache_creation_input_tokens",
+                    "cache_read_input_tokens",
+                    "output_tokens",
+                ]
+                .iter()
+                .filter_map(|k| u64_field(u, k))
+                .fold(0u64, u64::saturating_add);
+                let id = v
+                    .pointer("/message/id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let seen = self.per_message.entry(id).or_insert(0);
+                if n > *seen {
+                    self.running = self.running.saturating_add(n - *seen);
+                    *seen = n;
+                }
+            }
+            ("claude", Some("result")) => {
+                let r = parse_claude(t);
+                self.final_tokens = r.tokens();
+                self.cost_usd = r.cost_usd;
+            }
+            ("codex", Some("turn.completed")) => {
+                let r = parse_codex(t);
+                self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
+
+    /// Tokens and dollars so far (the final totals once the agent gave them).
+    pub fn spend(&self) -> crate::decide::Spend {
+        crate::decide::Spend {
+            tokens: self.final_tokens.unwrap_or(self.running),
+            usd: self.cost_usd.unwrap_or(0.0),
+        }
+    }
 }
 
 /// Codex passes a provider's error body through as its message: keep the message inside
@@ -618,6 +731,55 @@ mod tests {
         assert_eq!(aider_count("k"), None);
         assert_eq!(aider_count(""), None);
         assert_eq!(aider_count("-3"), None);
+    }
+
+    #[test]
+    fn rate_limit_texts() {
+        for yes in [
+            "API Error: 429 Too Many Requests",
+            "rate_limit_error",
+            "Overloaded",
+            "HTTP 529",
+            "exceeded your rate limit",
+        ] {
+            assert!(is_rate_limit_text(yes), "{yes}");
+        }
+        for no in ["API Error: 400 bad request", "14290 tokens", "", "rated"] {
+            assert!(!is_rate_limit_text(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn stream_usage_counts_each_message_once_then_the_result() {
+        let mut s = StreamUsage::default();
+        let msg = |id: &str, out: u64| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"{id}","usage":{{"input_tokens":100,"cache_read_input_tokens":50,"output_tokens":{out}}}}}}}"#
+            )
+        };
+        s.feed("claude", &msg("a", 5));
+        s.feed("claude", &msg("a", 10));
+        s.feed("claude", &msg("b", 0));
+        assert_eq!(s.spend().tokens, 160 + 150);
+        s.feed(
+            "claude",
+            r#"{"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":7,"output_tokens":3},"total_cost_usd":0.5}"#,
+        );
+        assert_eq!(s.spend().tokens, 10);
+        assert_eq!(s.spend().usd, 0.5);
+        let mut c = StreamUsage::default();
+        c.feed(
+            "codex",
+            r#"{"type":"turn.completed","usage":{"input_tokens":20,"output_tokens":2}}"#,
+        );
+        c.feed("codex", "not json");
+        assert_eq!(c.spend().tokens, 22);
+        let mut a = StreamUsage::default();
+        a.feed(
+            "aider",
+            "Tokens: 2.5k sent, 120 received. Cost: $0.01 message, $0.02 session.",
+        );
+        assert_eq!(a.spend().tokens, 2620);
     }
 
     #[test]

@@ -6,7 +6,10 @@ use super::phase::{run_phase_noted, run_verify};
 use super::subtasks::{files_overlap, sync_subtasks};
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::{Plan, SubtaskRow};
-use crate::decide::{Action, ArtifactCheck, Facts, PhaseFacts, Verify, judge_phase, next_action};
+use crate::decide::{
+    Action, ArtifactCheck, Facts, GiveUp, PhaseFacts, Retry, RetryFacts, Verify, judge_phase,
+    next_action, retry,
+};
 use crate::fsx::write_atomic;
 use crate::git::Merge;
 use crate::settings::Key;
@@ -98,6 +101,8 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
     };
     let ws = ws.as_ref();
     let mut iterations: u64 = 0;
+    // The phase whose attempts failed in this run, and how many did.
+    let mut failed: Option<(Phase, u32)> = None;
     let mut fresh: Option<TaskTree> = None;
     let mut warned = false;
     loop {
@@ -146,6 +151,13 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                     .children
                     .iter()
                     .any(|c| !tree.nodes[*c].state().is_terminal()),
+            frozen_changed: matches!(state, State::Next(p) if p.artifact() > Artifact::TestPlan)
+                && !crate::task::frozen::changed(&dir).is_empty(),
+            task_over_budget: run
+                .budgets
+                .task_exceeded(&dir, Default::default())
+                .is_some(),
+            run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
             now: Instant::now(),
             deadline: run.deadline,
         });
@@ -162,7 +174,35 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                 );
                 return stop_task(run, rel, &dir, StopKind::TotalTimeCap, reason);
             }
+            Action::EndRun(StopKind::RunBudget) => {
+                let what = run
+                    .budgets
+                    .run_exceeded(Default::default())
+                    .unwrap_or_default();
+                let reason = format!(
+                    "{what}; {rel} was not driven further (raise `- **Budget per run**` in \
+                     config.md, or run again: each run has its own budget)"
+                );
+                return stop_task(run, rel, &dir, StopKind::RunBudget, reason);
+            }
             Action::EndRun(kind) => return Ok(stopped(kind, "interrupted")),
+            Action::OverBudget(phase) => {
+                let what = run
+                    .budgets
+                    .task_exceeded(&dir, Default::default())
+                    .unwrap_or_default();
+                let reason = format!(
+                    "{what} ({rel}; {} would run next); raise `- **Budget per task**` in \
+                     config.md, then `automaton orchestrate --task {rel}`",
+                    phase.word()
+                );
+                return stop_task(run, rel, &dir, StopKind::TaskBudget, reason);
+            }
+            Action::Frozen => {
+                let what = crate::task::frozen::summary(&dir).unwrap_or_default();
+                let reason = frozen_reason(rel, &what);
+                return stop_task(run, rel, &dir, StopKind::Frozen, reason);
+            }
             Action::Verify => {
                 let (Some(cmd), Some(hash)) = (run.verify_command, verdict_hash(&dir)) else {
                     unreachable!("verification is pending only with a command and a verdict")
@@ -266,9 +306,15 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                 );
                 iterations += 1;
                 let given = inputs_given(&dir, node, Phase::Decomposition);
-                match one_phase(run, rel, &dir, Phase::Decomposition, ws, given, Some(&note))? {
-                    Ok(tree) => fresh = Some(tree),
-                    Err(stop) => return Ok(stop),
+                let end = one_phase(run, rel, &dir, Phase::Decomposition, ws, given, Some(&note))?;
+                let attempt = Attempt {
+                    phase: Phase::Decomposition,
+                    iterations,
+                };
+                if let Some(stop) =
+                    after_phase(run, rel, &dir, attempt, end, &mut failed, &mut fresh)?
+                {
+                    return Ok(stop);
                 }
             }
             Action::RunChildren => {
@@ -279,13 +325,182 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             Action::RunPhase(phase) => {
                 iterations += 1;
                 let given = inputs_given(&dir, node, phase);
-                match one_phase(run, rel, &dir, phase, ws, given, None)? {
-                    Ok(tree) => fresh = Some(tree),
-                    Err(stop) => return Ok(stop),
+                let end = one_phase(run, rel, &dir, phase, ws, given, None)?;
+                let attempt = Attempt { phase, iterations };
+                if let Some(stop) =
+                    after_phase(run, rel, &dir, attempt, end, &mut failed, &mut fresh)?
+                {
+                    return Ok(stop);
                 }
             }
         }
     }
+}
+
+/// The stop reason of a changed frozen acceptance file.
+fn frozen_reason(rel: &str, what: &str) -> String {
+    format!(
+        "frozen acceptance files changed: {what}; they were frozen when test_design completed \
+         (TEST_PLAN.md and its `## Acceptance tests`). Restore them, or accept the change with \
+         `automaton approve {rel}`"
+    )
+}
+
+/// How one phase run ended, before the retry decision.
+enum PhaseEnd {
+    /// It succeeded: the folder as read after it.
+    Done(TaskTree),
+    /// The attempt failed in a way a retry may mend (nothing recorded yet).
+    Failed {
+        kind: StopKind,
+        reason: String,
+        rate_limited: bool,
+        attempt: u32,
+    },
+    /// The task (or the run) stops; already recorded and announced.
+    Stop(Outcome),
+}
+
+/// Which phase ran, and the task's iteration count after it.
+#[derive(Clone, Copy)]
+struct Attempt {
+    phase: Phase,
+    iterations: u64,
+}
+
+/// Act on a phase's end: go on, retry it after the backoff ([`retry`] decides), or stop the
+/// task with the last cause and the attempt count. `Some(outcome)` when the drive ends.
+fn after_phase(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    at: Attempt,
+    end: PhaseEnd,
+    failed: &mut Option<(Phase, u32)>,
+    fresh: &mut Option<TaskTree>,
+) -> super::Result<Option<Outcome>> {
+    let (kind, reason, rate_limited, attempt) = match end {
+        PhaseEnd::Done(tree) => {
+            *failed = None;
+            *fresh = Some(tree);
+            return Ok(None);
+        }
+        PhaseEnd::Stop(outcome) => return Ok(Some(outcome)),
+        PhaseEnd::Failed {
+            kind,
+            reason,
+            rate_limited,
+            attempt,
+        } => (kind, reason, rate_limited, attempt),
+    };
+    let failures = match *failed {
+        Some((p, n)) if p == at.phase => n + 1,
+        _ => 1,
+    };
+    *failed = Some((at.phase, failures));
+    let decision = retry(&RetryFacts {
+        kind,
+        failures,
+        retries: run.retries,
+        rate_limited,
+        backoff: run.retry_backoff,
+        iterations: at.iterations,
+        max_iterations: run.limits.iterations,
+        step: run.step,
+        now: Instant::now(),
+        deadline: run.deadline,
+    });
+    let attempts = |n: u32| format!("{n} attempt{}", if n == 1 { "" } else { "s" });
+    let (kind, reason) = match decision {
+        Retry::After(wait) => {
+            let kept = set_aside_failed_artifact(run, rel, dir, at.phase, attempt)?;
+            run.progress.event(
+                "phase_retry",
+                json!({"task": rel, "phase": at.phase.word(), "attempt": attempt,
+                       "failures": failures, "retries": run.retries, "kind": kind.word(),
+                       "reason": reason, "rate_limited": rate_limited,
+                       "backoff_seconds": wait.as_secs_f64(), "artifact_kept": kept}),
+                || {
+                    format!(
+                        "↻ {rel}: {} failed (attempt {attempt}: {reason}); {}retry {failures} of {} in {}",
+                        at.phase.word(),
+                        if rate_limited { "rate-limited: " } else { "" },
+                        run.retries,
+                        super::agent::human_duration(wait)
+                    )
+                },
+            );
+            // Ctrl-C or the deadline ends the wait; the next turn's decision sees them.
+            super::retry::backoff(wait, run.deadline, run.cancel);
+            return Ok(None);
+        }
+        Retry::GiveUp(GiveUp::NotRetryable) => (kind, reason),
+        Retry::GiveUp(GiveUp::Exhausted) if run.retries == 0 => (kind, reason),
+        Retry::GiveUp(GiveUp::Exhausted) => (
+            kind,
+            format!(
+                "{reason}; gave up after {} of {} (`- **Retries**: {}`)",
+                attempts(failures),
+                at.phase.word(),
+                run.retries
+            ),
+        ),
+        Retry::GiveUp(GiveUp::IterationCap) => (
+            StopKind::IterationCap,
+            format!(
+                "iteration cap reached ({} phases in this run) after {} of {} failed: {reason}",
+                run.limits.iterations,
+                attempts(failures),
+                at.phase.word()
+            ),
+        ),
+        Retry::GiveUp(GiveUp::Deadline) => (
+            StopKind::TotalTimeCap,
+            format!(
+                "total time cap of {} would pass during the backoff before retrying {}: {reason}",
+                super::agent::human_duration(run.limits.total),
+                at.phase.word()
+            ),
+        ),
+    };
+    stop_task(run, rel, dir, kind, reason).map(Some)
+}
+
+/// Before a retry: move what the failed attempt left of its artifact (partial, malformed,
+/// written by an agent that then failed) to `logs/failed/<NAME>-<attempt>.md`, so that the
+/// next attempt starts clean and nothing is lost. A copy a fix task started with stays.
+fn set_aside_failed_artifact(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    phase: Phase,
+    attempt: u32,
+) -> super::Result<Option<String>> {
+    let artifact = phase.artifact();
+    let name = artifact.file_name();
+    let src = dir.join(name);
+    if !src.exists() {
+        return Ok(None);
+    }
+    let tree = load(run, rel);
+    if let Some(node) = tree.nodes.first()
+        && artifact_check(node, dir, artifact) == ArtifactCheck::Inherited
+    {
+        return Ok(None);
+    }
+    let failed_dir = dir.join("logs/failed");
+    std::fs::create_dir_all(&failed_dir)?;
+    let stem = name.trim_end_matches(".md");
+    let kept = (0..)
+        .map(|i| match i {
+            0 => format!("{stem}-{attempt}.md"),
+            i => format!("{stem}-{attempt}.{i}.md"),
+        })
+        .find(|n| !failed_dir.join(n).exists())
+        .unwrap_or_else(|| format!("{stem}-{attempt}.md"));
+    std::fs::rename(&src, failed_dir.join(&kept))?;
+    crate::store::inputs::forget(dir, &[name])?;
+    Ok(Some(format!("logs/failed/{kept}")))
 }
 
 /// Marks (in the task folder) that the plan was sent back for its over-budget rows once.
@@ -399,7 +614,7 @@ fn one_phase(
     ws: Option<&Workspace>,
     given: crate::store::inputs::Hashes,
     note: Option<&str>,
-) -> super::Result<Result<TaskTree, Outcome>> {
+) -> super::Result<PhaseEnd> {
     let pr = run_phase_noted(run, phase, rel, dir, ws, note)?;
     // What the phase was given (hashed as it was given): an input edited later makes the
     // artifact stale. Recorded before the folder is read again, which judges staleness.
@@ -432,6 +647,23 @@ fn one_phase(
             ),
         },
     );
+    // A frozen acceptance file changed by a phase after test_design: stop at once.
+    if phase.artifact() > Artifact::TestPlan {
+        let changed = crate::task::frozen::changed(dir);
+        if !changed.is_empty() {
+            crate::task::frozen::record_changes(dir, &changed, phase.word(), Some(pr.attempt))?;
+            let what = crate::task::frozen::summary(dir).unwrap_or_else(|| changed.join(", "));
+            let reason = frozen_reason(rel, &what);
+            return stop_task(run, rel, dir, StopKind::Frozen, reason).map(PhaseEnd::Stop);
+        }
+    }
+    if let Some((kind, what)) = pr.budget_stop.clone() {
+        let reason = format!(
+            "{what}, while {} ran (its agent was stopped; see {log_rel})",
+            phase.word()
+        );
+        return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
+    }
     let tree = load(run, rel);
     let Some(node) = tree.nodes.first() else {
         return Err(super::RunError::TaskGone(rel.to_string()));
@@ -448,7 +680,12 @@ fn one_phase(
         log: &log_rel,
     });
     if let Err((kind, reason)) = judged {
-        return stop_task(run, rel, dir, kind, reason).map(Err);
+        return Ok(PhaseEnd::Failed {
+            kind,
+            reason,
+            rate_limited: rep.rate_limited,
+            attempt: pr.attempt,
+        });
     }
     // Nothing an agent did exists only as uncommitted files.
     if let (Some(iso), Some(ws)) = (run.isolation, ws) {
@@ -461,7 +698,7 @@ fn one_phase(
             Ok(None) => {}
             Err(e) => {
                 let reason = format!("cannot commit the {} phase's work: {e}", phase.word());
-                return stop_task(run, rel, dir, StopKind::Isolation, reason).map(Err);
+                return stop_task(run, rel, dir, StopKind::Isolation, reason).map(PhaseEnd::Stop);
             }
         }
     }
@@ -491,9 +728,28 @@ fn one_phase(
         && let Some(cmd) = run.verify_command
         && let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")?
     {
-        return stop_task(run, rel, dir, kind, reason).map(Err);
+        return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
     }
-    Ok(Ok(tree))
+    // Seed 003: the acceptance oracle is frozen once test_design wrote it.
+    if phase == Phase::TestDesign {
+        let root = ws.map_or(run.settings.project.as_path(), |w| w.cwd.as_path());
+        let files = crate::task::frozen::freeze(dir, root)?;
+        run.progress.event(
+            "frozen",
+            json!({"task": rel, "files": files, "root": root}),
+            || {
+                format!(
+                    "❄ {rel}: froze TEST_PLAN.md{}",
+                    if files.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" and {}", files.join(", "))
+                    }
+                )
+            },
+        );
+    }
+    Ok(PhaseEnd::Done(tree))
 }
 
 /// The hashes of the artifacts a phase is given (every earlier one present), as it starts.

@@ -3,6 +3,7 @@
 
 pub mod adapter;
 pub mod agent;
+pub mod budget;
 pub mod driver;
 pub mod isolation;
 pub mod notify;
@@ -10,6 +11,7 @@ pub mod phase;
 pub mod preflight;
 pub mod progress;
 pub mod record;
+pub mod retry;
 pub mod subtasks;
 
 use crate::settings::{Settings, SettingsError};
@@ -76,6 +78,11 @@ pub struct Run<'a> {
     pub isolation: Option<&'a isolation::Isolation>,
     /// `--step`: run exactly one phase, whatever the Autopilot setting.
     pub step: bool,
+    /// `Budget per task` / `Budget per run`, and what this run spent.
+    pub budgets: budget::Budgets,
+    /// `Retries` and `Retry backoff`: more attempts of a failed phase in this run.
+    pub retries: u32,
+    pub retry_backoff: Duration,
 }
 
 /// A counting semaphore: the number of agent processes running at once.

@@ -101,6 +101,8 @@ pub struct PhaseRun {
     pub report: PhaseReport,
     pub log: PathBuf,
     pub attempt: u32,
+    /// A budget crossed while the phase ran (its agent was stopped): the stop and its reason.
+    pub budget_stop: Option<(StopKind, String)>,
 }
 
 /// Stop an agent that an automaton killed with SIGKILL left running in this task, so that two
@@ -202,9 +204,14 @@ pub fn run_phase_noted(
             started.elapsed().as_secs(),
         ))
     };
+    // Budgets are also checked while the phase runs, from the usage the agent streams.
+    let watch = super::budget::Watch::new(run, task_dir, &log, &pid_file);
     let live = |line: &str| {
         *last_line.lock().unwrap_or_else(|e| e.into_inner()) = run.adapter.live_line(line);
         show();
+        if let Some(w) = &watch {
+            w.on_output();
+        }
     };
     let spec = AgentSpec {
         command: run.agent_command,
@@ -240,7 +247,9 @@ pub fn run_phase_noted(
         outcome
     })?;
     warn_leftovers(run, task_rel, &outcome);
+    let budget_stop = watch.as_ref().and_then(|w| w.tripped());
     let report = parse_log(run.adapter, &log);
+    run.budgets.add(super::budget::phase_spend(&report));
     journal::append(
         task_dir,
         &super::record::journal_entry(phase.word(), attempt, &outcome, run.adapter.name(), &report),
@@ -261,6 +270,7 @@ pub fn run_phase_noted(
         report,
         log,
         attempt,
+        budget_stop,
     })
 }
 

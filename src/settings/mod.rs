@@ -80,6 +80,13 @@ pub enum Kind {
     Choice(&'static [&'static str]),
     /// Phase words separated by commas (kept as text, checked when read).
     Phases,
+    /// A whole number, 0 allowed (read with [`Settings::count`]).
+    Whole,
+    /// Tokens and/or dollars (`2M tokens, $5`; kept as text, checked when read; read with
+    /// [`Settings::budget`]).
+    Budget,
+    /// A duration where 0 means "do not wait" (a retry backoff).
+    Pause,
 }
 
 /// A parsed setting value.
@@ -282,6 +289,38 @@ registry! {
         Kind::Duration,
         None,
         "stop an agent whose output has not grown for this long";
+    Retries => "limits.retries",
+        ConfigMd,
+        "Limits",
+        "Retries",
+        "2",
+        Kind::Whole,
+        Some("AUTOMATON_RETRIES"),
+        "more attempts a failed phase gets in the same run (agent error, missing or malformed artifact, timeout, stall); 0: none";
+    RetryBackoff => "limits.retry_backoff",
+        ConfigMd,
+        "Limits",
+        "Retry backoff",
+        "10s",
+        Kind::Pause,
+        None,
+        "wait before the first retry, doubled for each next one (a rate-limit signal always waits, at least 1s)";
+    BudgetPerTask => "limits.budget_per_task",
+        ConfigMd,
+        "Limits",
+        "Budget per task",
+        "none",
+        Kind::Budget,
+        None,
+        "most a task may spend over all its runs, from its journal: `2M tokens`, `$5` or `2M tokens, $5`";
+    BudgetPerRun => "limits.budget_per_run",
+        ConfigMd,
+        "Limits",
+        "Budget per run",
+        "none",
+        Kind::Budget,
+        None,
+        "most one orchestrate run may spend, all tasks together: `2M tokens`, `$5` or both";
     Jobs => "limits.jobs",
         ConfigMd,
         "Limits",
@@ -696,6 +735,11 @@ impl Settings {
         crate::state::Phase::parse_list(self.text(key).unwrap_or("")).unwrap_or_default()
     }
 
+    /// A budget setting (checked when the settings were read); no limit when unset.
+    pub fn budget(&self, key: Key) -> crate::decide::Budget {
+        value::parse_budget(self.text(key).unwrap_or("")).unwrap_or_default()
+    }
+
     pub fn text(&self, key: Key) -> Option<&str> {
         match &self.get(key).value {
             Value::Text(t) if !t.is_empty() => Some(t),
@@ -755,8 +799,15 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
     Ok(match kind {
         Kind::Bool => Value::Bool(value::parse_bool(raw)?),
         Kind::Count => Value::Count(value::parse_count(raw)?),
-        // Every duration setting is a cap or a timeout, where 0 means nothing sensible.
+        Kind::Whole => Value::Count(value::parse_whole(raw)?),
+        Kind::Budget => {
+            value::parse_budget(raw)?;
+            Value::Text(raw.trim().to_string())
+        }
+        // Every duration setting is a cap or a timeout, where 0 means nothing sensible...
         Kind::Duration => Value::Duration(value::parse_positive_duration(raw)?),
+        // ...except a pause, where 0 is "do not wait".
+        Kind::Pause => Value::Duration(value::parse_duration(raw)?),
         Kind::Seconds => Value::Duration(value::parse_seconds(raw)?),
         Kind::Ratio => Value::Ratio(value::parse_ratio(raw)?),
         Kind::Tokens => Value::Tokens(value::parse_tokens(raw)?),
@@ -893,8 +944,9 @@ mod tests {
         for key in Key::ALL {
             match key.spec().kind {
                 Kind::Bool => drop(s.bool(*key)),
-                Kind::Count => drop(s.count(*key)),
-                Kind::Duration | Kind::Seconds => drop(s.duration(*key)),
+                Kind::Count | Kind::Whole => drop(s.count(*key)),
+                Kind::Budget => drop(s.budget(*key)),
+                Kind::Duration | Kind::Seconds | Kind::Pause => drop(s.duration(*key)),
                 Kind::Ratio => drop(s.ratio(*key)),
                 Kind::Tokens => drop(s.tokens(*key)),
                 Kind::Text | Kind::Choice(_) => drop(s.text(*key)),

@@ -124,9 +124,79 @@ pub fn parse_tokens(s: &str) -> Result<Option<u64>, String> {
     }
 }
 
+/// Parse a whole number, 0 allowed.
+pub fn parse_whole(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("a whole number (0 or more), not `{}`", s.trim()))
+}
+
+/// Parse a budget: tokens, dollars or both, separated by a comma: `2M tokens`, `$5`,
+/// `2M tokens, $5`, `500k`, `$0.50`; empty or `none` sets no limit.
+pub fn parse_budget(s: &str) -> Result<crate::decide::Budget, String> {
+    let t = s.trim();
+    let expected = || format!("a budget like `2M tokens`, `$5` or `2M tokens, $5`, not `{t}`");
+    let mut b = crate::decide::Budget::default();
+    if t.is_empty() || t.eq_ignore_ascii_case("none") {
+        return Ok(b);
+    }
+    for part in t.split(',').map(str::trim) {
+        let lower = part.to_ascii_lowercase();
+        let dollars = lower
+            .strip_prefix('$')
+            .or_else(|| lower.strip_suffix("usd"))
+            .or_else(|| lower.strip_suffix("dollars"));
+        if let Some(d) = dollars {
+            let v: f64 = d.trim().parse().map_err(|_| expected())?;
+            if !(v.is_finite() && v > 0.0) || b.usd.is_some() {
+                return Err(expected());
+            }
+            b.usd = Some(v);
+        } else {
+            let n = parse_tokens(part)
+                .ok()
+                .flatten()
+                .filter(|_| b.tokens.is_none() && !lower.starts_with("auto"))
+                .ok_or_else(expected)?;
+            b.tokens = Some(n);
+        }
+    }
+    Ok(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn budgets() {
+        let b = |s| parse_budget(s).unwrap();
+        assert_eq!(b("2M tokens").tokens, Some(2_000_000));
+        assert_eq!(b("2M tokens").usd, None);
+        assert_eq!(b("$5").usd, Some(5.0));
+        assert_eq!(b("2M tokens, $5").tokens, Some(2_000_000));
+        assert_eq!(b("$0.50, 500k").usd, Some(0.5));
+        assert_eq!(b("$0.50, 500k").tokens, Some(500_000));
+        assert_eq!(b("5 USD").usd, Some(5.0));
+        assert!(!b("").is_set() && !b("none").is_set());
+        for bad in [
+            "lots",
+            "$",
+            "$-1",
+            "$x",
+            "1M, 2M",
+            "$1, $2",
+            "auto",
+            "-5 tokens",
+            "$inf",
+        ] {
+            let e = parse_budget(bad).unwrap_err();
+            assert!(e.contains("a budget like"), "{bad}: {e}");
+        }
+        assert_eq!(parse_whole("0"), Ok(0));
+        assert_eq!(parse_whole(" 3 "), Ok(3));
+        assert!(parse_whole("-1").is_err() && parse_whole("x").is_err());
+    }
 
     #[test]
     fn seconds() {

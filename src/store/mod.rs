@@ -5,6 +5,7 @@
 //! them.
 
 pub mod approvals;
+pub mod frozen;
 pub mod inputs;
 pub mod isolation;
 pub mod journal;

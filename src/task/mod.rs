@@ -1,6 +1,7 @@
 //! Task folders: names, discovery, snapshots, and creating new ones.
 
 pub mod fix;
+pub mod frozen;
 pub mod gates;
 pub mod index;
 pub mod snapshot;

@@ -51,6 +51,8 @@ impl TaskNode {
 pub struct TaskTree {
     pub nodes: Vec<TaskNode>,
     pub warnings: Vec<String>,
+    /// `Budget per task`, for reports that show spend against it (set by the caller).
+    pub budget: Option<crate::decide::Budget>,
 }
 
 impl TaskTree {
@@ -391,6 +393,7 @@ impl<'a> Walker<'a> {
         TaskTree {
             nodes: self.nodes,
             warnings: self.warnings,
+            budget: None,
         }
     }
 }

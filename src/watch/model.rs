@@ -322,6 +322,7 @@ impl Model {
                 TaskTree {
                     nodes,
                     warnings: part_warnings,
+                    budget: None,
                 },
                 self.generation,
             );

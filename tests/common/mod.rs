@@ -53,6 +53,9 @@ impl Project {
             .env_remove("AUTOMATON_AGENT")
             .env_remove("ANTHROPIC_MODEL")
             .env_remove("NO_COLOR")
+            // A failed phase stops at once unless a test asks for retries
+            // (`.env_remove("AUTOMATON_RETRIES")` and `- **Retries**` in config.md).
+            .env("AUTOMATON_RETRIES", "0")
             .current_dir(self.path());
         c
     }
@@ -110,6 +113,7 @@ impl Project {
             .env("AUTOMATON_HOME", self.home.path().join(".automaton"))
             .env("AUTOMATON_AGENT", agent_command())
             .env("AUTOMATON_KILL_GRACE", "300ms")
+            .env("AUTOMATON_RETRIES", "0")
             .env_remove("AGENT_BEHAVIOR")
             .current_dir(self.path())
             .arg("orchestrate");

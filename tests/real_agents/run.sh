@@ -144,7 +144,7 @@ new_project() {
 
 # agent_env CLI: the environment that points the CLI at the stub (no keys of anyone's).
 agent_env() {
-    local common=(HOME="$W/home" AUTOMATON_HOME="$W/automaton-home"
+    local common=(HOME="$W/home" AUTOMATON_HOME="$W/automaton-home" AUTOMATON_RETRIES=0
         PATH="$CACHE/claude/node_modules/.bin:$CACHE/codex/node_modules/.bin:$CACHE/aider-venv/bin:$PATH")
     case $1 in
         claude) ENV=("${common[@]}" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=sk-test

@@ -1,0 +1,186 @@
+//! Budgets (`- **Budget per task**`, `- **Budget per run**`): what a task spent (its journal,
+//! over all runs) and what this run spent (every phase it ran, all tasks together), checked
+//! after every phase through [`crate::decide::next_action`], and while a phase runs by
+//! [`Watch`], which reads the agent's streamed usage and stops its process group once a
+//! budget is crossed.
+
+use super::adapter::StreamUsage;
+use super::{Run, StopKind};
+use crate::decide::{Budget, Spend};
+use crate::settings::{Key, Settings};
+use crate::store::journal;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The run's two budgets and what the run spent so far.
+#[derive(Debug, Default)]
+pub struct Budgets {
+    pub task: Budget,
+    pub run: Budget,
+    spent: Mutex<Spend>,
+}
+
+impl Budgets {
+    pub fn from_settings(settings: &Settings) -> Self {
+        Budgets {
+            task: settings.budget(Key::BudgetPerTask),
+            run: settings.budget(Key::BudgetPerRun),
+            spent: Mutex::new(Spend::default()),
+        }
+    }
+
+    /// Count a finished phase's spend against the run.
+    pub fn add(&self, s: Spend) {
+        let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        *spent = spent.plus(s);
+    }
+
+    /// What this run spent so far.
+    pub fn run_spent(&self) -> Spend {
+        *self.spent.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// "budget per run exceeded: …", when this run (plus `extra`, a phase running now) spent
+    /// more than `Budget per run`.
+    pub fn run_exceeded(&self, extra: Spend) -> Option<String> {
+        self.run
+            .exceeded(&self.run_spent().plus(extra))
+            .map(|what| format!("budget per run exceeded: {what} in this run"))
+    }
+
+    /// "budget per task exceeded: …", when the task (its journal plus `extra`) spent more than
+    /// `Budget per task`.
+    pub fn task_exceeded(&self, task_dir: &Path, extra: Spend) -> Option<String> {
+        if !self.task.is_set() {
+            return None;
+        }
+        self.task
+            .exceeded(&task_spent(task_dir).plus(extra))
+            .map(|what| format!("budget per task exceeded: {what}"))
+    }
+}
+
+/// What a task's journal says it spent, over all its runs.
+pub fn task_spent(task_dir: &Path) -> Spend {
+    journal::usage(task_dir).map_or_else(Spend::default, |u| Spend {
+        tokens: u.tokens.unwrap_or(0),
+        usd: u.cost_usd.unwrap_or(0.0),
+    })
+}
+
+/// What a phase's report says it spent.
+pub fn phase_spend(report: &super::adapter::PhaseReport) -> Spend {
+    Spend {
+        tokens: report.tokens().unwrap_or(0),
+        usd: report
+            .cost_usd
+            .filter(|c| c.is_finite() && *c >= 0.0)
+            .unwrap_or(0.0),
+    }
+}
+
+/// Watches one running phase's log for streamed usage; once a budget is crossed it stops the
+/// agent's process group (TERM, the kill grace, KILL), as a timeout would.
+pub struct Watch<'r, 'a> {
+    run: &'r Run<'a>,
+    log: PathBuf,
+    pid_file: PathBuf,
+    /// What the task's journal said before this phase.
+    task_before: Spend,
+    inner: Mutex<WatchState>,
+}
+
+#[derive(Default)]
+struct WatchState {
+    offset: u64,
+    partial: Vec<u8>,
+    usage: StreamUsage,
+    tripped: Option<(StopKind, String)>,
+}
+
+impl<'r, 'a> Watch<'r, 'a> {
+    /// `None` when no budget is set or the adapter streams no usage.
+    pub fn new(run: &'r Run<'a>, task_dir: &Path, log: &Path, pid_file: &Path) -> Option<Self> {
+        let streams = matches!(run.adapter.name(), "claude" | "codex" | "aider");
+        if !streams || !(run.budgets.task.is_set() || run.budgets.run.is_set()) {
+            return None;
+        }
+        // The log is appended to: only what this attempt writes counts.
+        let offset = std::fs::metadata(log).map_or(0, |m| m.len());
+        Some(Watch {
+            run,
+            log: log.to_path_buf(),
+            pid_file: pid_file.to_path_buf(),
+            task_before: task_spent(task_dir),
+            inner: Mutex::new(WatchState {
+                offset,
+                ..WatchState::default()
+            }),
+        })
+    }
+
+    /// Called when the agent printed something: read the new lines, add their usage, and stop
+    /// the agent once a budget is crossed.
+    pub fn on_output(&self) {
+        let mut st = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if st.tripped.is_some() {
+            return;
+        }
+        let mut fresh = Vec::new();
+        let read = std::fs::File::open(&self.log).and_then(|mut f| {
+            f.seek(SeekFrom::Start(st.offset))?;
+            f.take(16 * 1024 * 1024).read_to_end(&mut fresh)
+        });
+        let Ok(n) = read else { return };
+        st.offset += n as u64;
+        st.partial.extend_from_slice(&fresh);
+        let agent = self.run.adapter.name();
+        while let Some(i) = st.partial.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = st.partial.drain(..=i).collect();
+            st.usage.feed(agent, &String::from_utf8_lossy(&line));
+        }
+        let now = st.usage.spend();
+        let budgets = &self.run.budgets;
+        let tripped = budgets
+            .run_exceeded(now)
+            .map(|r| (StopKind::RunBudget, r))
+            .or_else(|| {
+                budgets
+                    .task
+                    .exceeded(&self.task_before.plus(now))
+                    .map(|what| {
+                        (
+                            StopKind::TaskBudget,
+                            format!("budget per task exceeded: {what}"),
+                        )
+                    })
+            });
+        if let Some(t) = tripped {
+            st.tripped = Some(t);
+            self.stop_agent();
+        }
+    }
+
+    /// The budget stop, when one was crossed while the phase ran.
+    pub fn tripped(&self) -> Option<(StopKind, String)> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .tripped
+            .clone()
+    }
+
+    /// Stop the agent's group from a helper thread (the runner reaps the leader meanwhile and
+    /// finishes the group as after any exit).
+    fn stop_agent(&self) {
+        let pid = std::fs::read_to_string(&self.pid_file)
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse::<u32>().ok())
+            .filter(|p| *p > 1);
+        if let Some(pid) = pid {
+            let grace = self.run.limits.kill_grace;
+            std::thread::spawn(move || crate::process::group::stop_foreign_group(pid, grace));
+        }
+    }
+}

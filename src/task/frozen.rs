@@ -1,0 +1,245 @@
+//! Frozen acceptance artifacts (seed 003): when test_design completes, TEST_PLAN.md and every
+//! file listed under its `## Acceptance tests` heading are frozen (`.state.frozen`); a later
+//! phase that changes one stops the task for a person, who accepts the change with
+//! `automaton approve`. This gathers the facts; the decision is `decide::next_action`'s.
+
+use crate::state::Artifact;
+use crate::store::approvals::{now, sha256_file, who};
+use crate::store::frozen::{
+    self, Accepted, Change, FROZEN_VERSION, FrozenFile, Hashes, read, write,
+};
+use std::io;
+use std::path::{Component, Path};
+
+/// The heading whose list names the acceptance files (matched case-insensitively).
+pub const HEADING: &str = "acceptance tests";
+
+/// The paths listed under `## Acceptance tests` in a test plan: the first `` `code` `` span of
+/// each list item, else its first word (trailing `:`/`,` dropped). Absolute paths and paths
+/// that climb out (`..`) are left out.
+pub fn acceptance_list(plan: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in plan.lines() {
+        let t = line.trim();
+        if let Some(h) = t.strip_prefix('#') {
+            let level = 1 + h.chars().take_while(|c| *c == '#').count();
+            let title = h.trim_start_matches('#').trim();
+            if inside && level <= 2 {
+                inside = false;
+            }
+            if level == 2 && title.eq_ignore_ascii_case(HEADING) {
+                inside = true;
+            }
+            continue;
+        }
+        if !inside {
+            continue;
+        }
+        let item = t
+            .strip_prefix("- ")
+            .or_else(|| t.strip_prefix("* "))
+            .or_else(|| {
+                let digits = t.chars().take_while(char::is_ascii_digit).count();
+                (digits > 0)
+                    .then(|| t[digits..].strip_prefix(". "))
+                    .flatten()
+            });
+        let Some(item) = item.map(str::trim) else {
+            continue;
+        };
+        let path = match item.split('`').nth(1) {
+            Some(code) if item.contains('`') => code.trim().to_string(),
+            _ => item
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .trim_end_matches([':', ',', ';'])
+                .to_string(),
+        };
+        let p = Path::new(&path);
+        let safe = !path.is_empty()
+            && p.components()
+                .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if safe && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Freeze a task's acceptance artifacts after its test_design phase: TEST_PLAN.md in the task
+/// folder and every listed file under `root` (the agent's working directory). Returns the
+/// acceptance paths frozen.
+pub fn freeze(task_dir: &Path, root: &Path) -> io::Result<Vec<String>> {
+    let name = Artifact::TestPlan.file_name();
+    let text = std::fs::read_to_string(task_dir.join(name)).unwrap_or_default();
+    let list = acceptance_list(&text);
+    let earlier = read(task_dir).ok().flatten();
+    let file = FrozenFile {
+        v: FROZEN_VERSION,
+        frozen_at: now(),
+        root: root.display().to_string(),
+        plan: [(name.to_string(), sha256_file(&task_dir.join(name)))].into(),
+        acceptance: list
+            .iter()
+            .map(|p| (p.clone(), sha256_file(&root.join(p))))
+            .collect(),
+        changes: Vec::new(),
+        accepted: earlier.map(|e| e.accepted).unwrap_or_default(),
+    };
+    write(task_dir, &file)?;
+    Ok(list)
+}
+
+/// The frozen files whose content differs from the recorded hashes (or that appeared or
+/// disappeared), `TEST_PLAN.md` first; empty when nothing is frozen.
+pub fn changed(task_dir: &Path) -> Vec<String> {
+    let Ok(Some(f)) = read(task_dir) else {
+        return Vec::new();
+    };
+    let root = Path::new(&f.root);
+    let differs = |base: &Path, hashes: &Hashes| -> Vec<String> {
+        hashes
+            .iter()
+            .filter(|(p, h)| sha256_file(&base.join(p)) != **h)
+            .map(|(p, _)| p.clone())
+            .collect()
+    };
+    let mut out = differs(task_dir, &f.plan);
+    out.extend(differs(root, &f.acceptance));
+    out
+}
+
+/// Record that `phase` (attempt `attempt`) changed `files`; returns every recorded change.
+pub fn record_changes(
+    task_dir: &Path,
+    files: &[String],
+    phase: &str,
+    attempt: Option<u32>,
+) -> io::Result<Vec<Change>> {
+    let Ok(Some(mut f)) = read(task_dir) else {
+        return Ok(Vec::new());
+    };
+    for file in files {
+        if !f.changes.iter().any(|c| &c.file == file) {
+            f.changes.push(Change {
+                file: file.clone(),
+                phase: phase.to_string(),
+                attempt,
+                when: now(),
+            });
+        }
+    }
+    write(task_dir, &f)?;
+    Ok(f.changes)
+}
+
+/// What changed and by whom, for a stop reason and `status`: "tests/acceptance.sh (changed
+/// by implement, attempt 1)"; `None` when nothing frozen changed.
+pub fn summary(task_dir: &Path) -> Option<String> {
+    let now_changed = changed(task_dir);
+    if now_changed.is_empty() {
+        return None;
+    }
+    let recorded = read(task_dir).ok().flatten().map(|f| f.changes);
+    let parts: Vec<String> = now_changed
+        .iter()
+        .map(|file| {
+            match recorded
+                .as_ref()
+                .and_then(|c| c.iter().find(|c| &c.file == file))
+            {
+                Some(Change {
+                    phase,
+                    attempt: Some(n),
+                    ..
+                }) => format!("{file} (changed by the {phase} phase, attempt {n})"),
+                Some(c) => format!("{file} (changed by the {} phase)", c.phase),
+                None => format!("{file} (changed outside a phase run)"),
+            }
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
+/// `automaton approve`: accept the changed frozen files as they are now: freeze again (the
+/// listing of the current TEST_PLAN.md, under the same root) and record who accepted what.
+/// Returns the files accepted (empty when nothing changed).
+pub fn accept(task_dir: &Path) -> io::Result<Vec<String>> {
+    let files = changed(task_dir);
+    if files.is_empty() {
+        return Ok(files);
+    }
+    let Ok(Some(f)) = read(task_dir) else {
+        return Ok(Vec::new());
+    };
+    freeze(task_dir, Path::new(&f.root))?;
+    let Ok(Some(mut again)) = frozen::read(task_dir) else {
+        return Ok(files);
+    };
+    again.accepted.push(Accepted {
+        who: who(),
+        when: now(),
+        files: files.clone(),
+    });
+    write(task_dir, &again)?;
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_acceptance_list_is_read_from_its_heading_only() {
+        let plan = "# Test plan\n\n## Strategy\n- `not/this.rs`\n\n## Acceptance Tests\n\n\
+                    - `tests/acceptance.sh` — the end-to-end check\n\
+                    * tests/cli.rs: the CLI\n\
+                    1. `tests/three.rs`\n\
+                    - ../escape.rs\n- /abs/path.rs\n- `tests/acceptance.sh` again\n\
+                    ### Notes\n- tests/deeper.rs\n\n## How to Run\n- `cargo test`\n";
+        assert_eq!(
+            acceptance_list(plan),
+            [
+                "tests/acceptance.sh",
+                "tests/cli.rs",
+                "tests/three.rs",
+                "tests/deeper.rs"
+            ]
+        );
+        assert!(acceptance_list("## Strategy\n- a.rs\n").is_empty());
+    }
+
+    #[test]
+    fn freeze_detect_record_accept() {
+        let task = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            task.path().join("TEST_PLAN.md"),
+            "## Acceptance tests\n- `t/a.sh`\n- `t/later.sh`\n",
+        )
+        .unwrap();
+        std::fs::create_dir(root.path().join("t")).unwrap();
+        std::fs::write(root.path().join("t/a.sh"), "check\n").unwrap();
+        assert!(changed(task.path()).is_empty());
+        assert_eq!(freeze(task.path(), root.path()).unwrap().len(), 2);
+        assert!(changed(task.path()).is_empty());
+        assert_eq!(summary(task.path()), None);
+        std::fs::write(root.path().join("t/a.sh"), "weakened\n").unwrap();
+        std::fs::write(root.path().join("t/later.sh"), "new\n").unwrap();
+        assert_eq!(changed(task.path()), ["t/a.sh", "t/later.sh"]);
+        record_changes(task.path(), &["t/a.sh".into()], "implement", Some(2)).unwrap();
+        assert_eq!(
+            summary(task.path()).unwrap(),
+            "t/a.sh (changed by the implement phase, attempt 2), t/later.sh (changed outside a phase run)"
+        );
+        assert_eq!(accept(task.path()).unwrap(), ["t/a.sh", "t/later.sh"]);
+        assert!(changed(task.path()).is_empty());
+        let f = read(task.path()).unwrap().unwrap();
+        assert!(f.changes.is_empty());
+        assert_eq!(f.accepted.len(), 1);
+        std::fs::write(task.path().join("TEST_PLAN.md"), "edited\n").unwrap();
+        assert_eq!(changed(task.path()), ["TEST_PLAN.md"]);
+    }
+}
