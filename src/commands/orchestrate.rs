@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
-    let flags: [(Key, Option<String>, &'static str); 7] = [
+    let flags: [(Key, Option<String>, &'static str); 8] = [
         (Key::AgentCommand, args.agent.clone(), "--agent"),
         (
             Key::MaxIterations,
@@ -42,6 +42,7 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Setti
         ),
         (Key::Jobs, args.jobs.map(|n| n.to_string()), "--jobs"),
         (Key::Isolation, args.isolation.clone(), "--isolation"),
+        (Key::Executor, args.executor.clone(), "--executor"),
     ];
     for (key, value, flag) in flags {
         if let Some(v) = value {
@@ -102,6 +103,13 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         }
         isolation::Mode::None => None,
     };
+    let executor = crate::run::executor::for_word(
+        settings.text(Key::Executor).unwrap_or("local"),
+        &ctx.project,
+        settings.text(Key::SlurmOptions),
+        settings.text(Key::SlurmGres),
+    )
+    .map_err(|e| Error::Input(e.to_string()))?;
     let run = Run {
         settings: &settings,
         config,
@@ -120,6 +128,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         slots: Slots::new(limits.jobs),
         isolation: isolation.as_ref(),
         step: args.step,
+        executor: executor.as_ref(),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {

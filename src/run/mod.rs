@@ -4,6 +4,7 @@
 pub mod adapter;
 pub mod agent;
 pub mod driver;
+pub mod executor;
 pub mod isolation;
 pub mod notify;
 pub mod phase;
@@ -76,6 +77,16 @@ pub struct Run<'a> {
     pub isolation: Option<&'a isolation::Isolation>,
     /// `--step`: run exactly one phase, whatever the Autopilot setting.
     pub step: bool,
+    /// Where each phase's agent runs (`- **Executor**:`); verify commands always run locally.
+    pub executor: &'a dyn executor::Executor,
+}
+
+impl Run<'_> {
+    /// The estimated VRAM need of a sub-task's agent, in whole GB (rounded up), when the
+    /// model's figures are configured (see [`vram`]).
+    pub fn vram_need_gb(&self, _task_dir: &std::path::Path) -> Option<u64> {
+        None
+    }
 }
 
 /// A counting semaphore: the number of agent processes running at once.
