@@ -578,3 +578,77 @@ fn slurm_submit_failure_names_slurms_message() {
         .failure()
         .stderr(predicate::str::contains("invalid partition"));
 }
+
+// ---------------------------------------------------------------- VRAM admission
+
+/// A project with a faked 24 GB GPU (the detection script), a local model of 2 GB weights and
+/// about 1 MB of KV cache per token (no headroom), whose parent `p` splits into `rows`.
+fn vram_project(rows: &str) -> Project {
+    let p = Project::new();
+    p.write(
+        ".automaton/scripts/vram_detect.sh",
+        "echo '{\"gpu_vram_gb\": 24}'\n",
+    );
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n\n\
+         ## VRAM Configuration\n- **Headroom**: 0%\n- **Model weights**: 2 GB\n\
+         - **KV bytes per token**: 1048576\n",
+    );
+    p.write(
+        "plan.md",
+        format!(
+            "# Decomposition\n\n| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n{rows}"
+        ),
+    );
+    p
+}
+
+#[test]
+fn vram_admission_runs_at_most_what_fits() {
+    // Three 10 GB sub-tasks beside 2 GB of weights on 24 GB: two at a time, though --jobs 3.
+    let p = vram_project(
+        "| a | 1 | - | 10k | - | A |\n| b | 1 | - | 10k | - | B |\n| c | 1 | - | 10k | - | C |\n",
+    );
+    p.orchestrate()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "*=slow p:research=decompose")
+        .env("AGENT_SLEEP", "0.3")
+        .args(["--jobs", "3", "p"])
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(0);
+    let spans: Vec<(u128, u128)> = p
+        .read("agent.log")
+        .lines()
+        .filter(|l| l.contains("/subtasks/"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect();
+    let most = spans
+        .iter()
+        .map(|(s, _)| spans.iter().filter(|(s2, e2)| s2 <= s && s < e2).count())
+        .max()
+        .unwrap();
+    assert!(most <= 2, "{most} sub-task phases ran at once");
+}
+
+#[test]
+fn vram_admission_refuses_a_sub_task_that_can_never_fit() {
+    let p = vram_project("| huge | 1 | - | 30k | - | H |\n");
+    p.orchestrate()
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "p:research=decompose")
+        .arg("p")
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "tasks/p/subtasks/huge needs 29.3 GB of VRAM",
+        ))
+        .stderr(predicate::str::contains("2.0 GB"))
+        .stderr(predicate::str::contains("24.0 GB"));
+}

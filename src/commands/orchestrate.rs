@@ -129,6 +129,15 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         isolation: isolation.as_ref(),
         step: args.step,
         executor: executor.as_ref(),
+        vram: crate::run::vram::Admission::new(
+            settings.text(Key::ModelWeights),
+            settings
+                .text(Key::KvBytesPerToken)
+                .and_then(|t| t.trim().replace('_', "").parse().ok())
+                .unwrap_or(0),
+            vram.gpu_vram_gb,
+            settings.ratio(Key::Headroom),
+        ),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {

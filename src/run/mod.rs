@@ -12,6 +12,7 @@ pub mod preflight;
 pub mod progress;
 pub mod record;
 pub mod subtasks;
+pub mod vram;
 
 use crate::settings::{Settings, SettingsError};
 use crate::state::PhaseConfig;
@@ -79,13 +80,16 @@ pub struct Run<'a> {
     pub step: bool,
     /// Where each phase's agent runs (`- **Executor**:`); verify commands always run locally.
     pub executor: &'a dyn executor::Executor,
+    /// VRAM admission of sub-tasks that run a local model ([`vram`]), when configured.
+    pub vram: Option<vram::Admission>,
 }
 
 impl Run<'_> {
     /// The estimated VRAM need of a sub-task's agent, in whole GB (rounded up), when the
     /// model's figures are configured (see [`vram`]).
-    pub fn vram_need_gb(&self, _task_dir: &std::path::Path) -> Option<u64> {
-        None
+    pub fn vram_need_gb(&self, task_dir: &std::path::Path) -> Option<u64> {
+        let need = self.vram.as_ref()?.need(task_dir)?;
+        Some(need.div_ceil(1 << 30))
     }
 }
 

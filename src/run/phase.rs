@@ -236,6 +236,16 @@ pub fn run_phase_noted(
             });
         }
         let _slot = run.slots.acquire(run.cancel);
+        // With Slurm the need is a GRES request instead: the cluster packs the jobs.
+        let _vram = match (&run.vram, run.executor.name()) {
+            (Some(gate), "local" | "tmux") => match gate.need(task_dir) {
+                Some(need) => gate
+                    .admit(task_rel, need, run.cancel)
+                    .map_err(std::io::Error::other)?,
+                None => None,
+            },
+            _ => None,
+        };
         let job = super::executor::Job {
             task: task_rel.to_string(),
             phase: phase.word().to_string(),

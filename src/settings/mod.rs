@@ -353,6 +353,22 @@ registry! {
         Kind::Tokens,
         None,
         "largest context one sub-task may need";
+    ModelWeights => "vram.model_weights",
+        ConfigMd,
+        "VRAM Configuration",
+        "Model weights",
+        "",
+        Kind::Text,
+        None,
+        "VRAM of a local model's weights, e.g. 4 GB; with KV bytes per token it turns on VRAM admission of parallel sub-tasks";
+    KvBytesPerToken => "vram.kv_bytes_per_token",
+        ConfigMd,
+        "VRAM Configuration",
+        "KV bytes per token",
+        "",
+        Kind::Text,
+        None,
+        "KV-cache bytes per token of context of the local model; a sub-task needs its Estimated peak context times this";
     ModelName => "model.name",
         ConfigMd,
         "Model Configuration",
