@@ -59,6 +59,10 @@ impl TmuxServer {
 impl Drop for TmuxServer {
     fn drop(&mut self) {
         let _ = self.tmux(&["kill-server"]);
+        // tmux leaves its socket file behind.
+        let dir = std::env::var("TMUX_TMPDIR").unwrap_or_else(|_| "/tmp".into());
+        let uid = unsafe { libc::getuid() };
+        let _ = std::fs::remove_file(format!("{dir}/tmux-{uid}/{}", self.0));
     }
 }
 
