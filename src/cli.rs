@@ -91,6 +91,22 @@ pub enum Command {
     /// A live view of every task, wave, phase and log; reads only, never takes the lock.
     /// Without a terminal (a pipe, TERM=dumb) it prints one plain line per change
     Watch(WatchArgs),
+    /// Attach to the tmux window of a task's running phase (`- **Executor**: tmux`); inside
+    /// tmux it switches to it when it is on the same server. Detach with the tmux prefix + d:
+    /// the agent keeps running
+    Attach(AttachArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// Task path (as `status` prints it)
+    pub task: String,
+    /// Read-only: watch without sending keys to the agent
+    #[arg(long, short = 'r')]
+    pub read_only: bool,
+    /// Print the tmux command that attaches (and the window), without running it
+    #[arg(long)]
+    pub print: bool,
 }
 
 #[derive(Debug, Args)]
@@ -295,6 +311,10 @@ pub struct OrchestrateArgs {
     /// Isolation: `worktree` (a git worktree and branch per task), `none`, or `auto`
     #[arg(long, value_name = "MODE", value_parser = ["auto", "worktree", "none"])]
     pub isolation: Option<String>,
+    /// Where each phase's agent runs: `local` (a child process, the default), `tmux` (a
+    /// window of the project's tmux session, see `attach`), or `slurm` (one batch job per phase)
+    #[arg(long, value_name = "EXECUTOR", value_parser = ["local", "tmux", "slurm"])]
+    pub executor: Option<String>,
     /// Emit one JSON event per line on stdout (for CI)
     #[arg(long)]
     pub json: bool,

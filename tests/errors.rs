@@ -148,7 +148,8 @@ fn config_shows_the_environment_knobs_and_their_origin() {
          \x20 AUTOMATON_CONTRACT_GRACE       10s                      # default\n\
          \x20 AUTOMATON_WATCH_POLL           (unset)                  # default\n\
          \x20 AUTOMATON_NOTIFY_TIMEOUT       10s                      # default\n\
-         \x20 AUTOMATON_VRAM_SCRIPT_TIMEOUT  10                       # default\n"
+         \x20 AUTOMATON_VRAM_SCRIPT_TIMEOUT  10                       # default\n\
+         \x20 AUTOMATON_TMUX_SOCKET          (unset)                  # default\n"
     );
 
     let home = p.home.path().join(".automaton").display().to_string();

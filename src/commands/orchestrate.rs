@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
-    let flags: [(Key, Option<String>, &'static str); 7] = [
+    let flags: [(Key, Option<String>, &'static str); 8] = [
         (Key::AgentCommand, args.agent.clone(), "--agent"),
         (
             Key::MaxIterations,
@@ -42,6 +42,7 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Setti
         ),
         (Key::Jobs, args.jobs.map(|n| n.to_string()), "--jobs"),
         (Key::Isolation, args.isolation.clone(), "--isolation"),
+        (Key::Executor, args.executor.clone(), "--executor"),
     ];
     for (key, value, flag) in flags {
         if let Some(v) = value {
@@ -102,6 +103,13 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         }
         isolation::Mode::None => None,
     };
+    let executor = crate::run::executor::for_word(
+        settings.text(Key::Executor).unwrap_or("local"),
+        &ctx.project,
+        settings.text(Key::SlurmOptions),
+        settings.text(Key::SlurmGres),
+    )
+    .map_err(|e| Error::Input(e.to_string()))?;
     let run = Run {
         settings: &settings,
         config,
@@ -123,6 +131,16 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         budgets: crate::run::budget::Budgets::from_settings(&settings),
         retries: u32::try_from(settings.count(Key::Retries)).unwrap_or(u32::MAX),
         retry_backoff: settings.duration(Key::RetryBackoff),
+        executor: executor.as_ref(),
+        vram: crate::run::vram::Admission::new(
+            settings.text(Key::ModelWeights),
+            settings
+                .text(Key::KvBytesPerToken)
+                .and_then(|t| t.trim().replace('_', "").parse().ok())
+                .unwrap_or(0),
+            vram.gpu_vram_gb,
+            settings.ratio(Key::Headroom),
+        ),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {

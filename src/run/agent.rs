@@ -15,11 +15,12 @@
 //! - Every cap is a deadline handed to the supervisor's `poll`: the runner wakes when the agent
 //!   exits, writes, or a deadline passes, never on a tick.
 
-use crate::process::{self, Event, Group, Leftover, Options, Output};
+use super::executor::{Executor, Job, Local};
+use crate::process::{self, Event, Leftover};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::Path;
-use std::process::{Command, ExitStatus};
+use std::process::ExitStatus;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -168,28 +169,24 @@ const PARTIAL_MAX: usize = 8 * 1024;
 /// the agent and stops it at once, so the outcome always names a real pid; callers that care
 /// should check before calling.
 pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
-    // Appended to: the log may hold an earlier attempt, whose output does not count.
-    let log = open_log(spec.log_path)?;
+    run_agent_on(spec, &Local, &Job::default())
+}
 
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)));
+/// [`run_agent`] through an executor ([`super::executor`]): `local` is [`run_agent`] itself;
+/// `tmux` and `slurm` start, watch and stop the agent their way, under the same contract (log,
+/// caps, CONTRACT_MET, Ctrl-C, pid file).
+pub fn run_agent_on(
+    spec: &AgentSpec<'_>,
+    executor: &dyn Executor,
+    job: &Job,
+) -> io::Result<AgentOutcome> {
+    // Appended to: the log may hold an earlier attempt, whose output does not count.
+    drop(open_log(spec.log_path)?);
     let started = Instant::now();
-    let mut group = Group::spawn(
-        cmd,
-        Options {
-            stdin: Some(spec.prompt.as_bytes()),
-            output: Output::Log(log),
-            cancel: spec.cancel,
-            kill_grace: spec.kill_grace,
-        },
-    )?;
-    let pid = group.pid();
+    let mut group = executor.start(spec, job)?;
+    let pid = group.id();
     if let Some(pid_file) = spec.pid_file {
-        let start = process::group::start_time(pid).unwrap_or_default();
-        crate::fsx::write_atomic(pid_file, format!("{pid} {start}\n").as_bytes())?;
+        crate::fsx::write_atomic(pid_file, format!("{}\n", group.record()).as_bytes())?;
     }
 
     let mut scan = LogScan::new();
@@ -257,7 +254,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
         pid,
         duration: started.elapsed(),
         last_line: scan.last_line,
-        leftovers: group.leftovers().to_vec(),
+        leftovers: group.leftovers(),
     })
 }
 
@@ -334,7 +331,7 @@ pub fn install_signal_handlers() -> io::Result<Arc<AtomicBool>> {
     process::signals::install()
 }
 
-fn open_log(path: &Path) -> io::Result<File> {
+pub(crate) fn open_log(path: &Path) -> io::Result<File> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         fs::create_dir_all(dir)?;
     }

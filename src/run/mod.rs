@@ -5,6 +5,7 @@ pub mod adapter;
 pub mod agent;
 pub mod budget;
 pub mod driver;
+pub mod executor;
 pub mod isolation;
 pub mod notify;
 pub mod phase;
@@ -13,6 +14,7 @@ pub mod progress;
 pub mod record;
 pub mod retry;
 pub mod subtasks;
+pub mod vram;
 
 use crate::settings::{Settings, SettingsError};
 use crate::state::PhaseConfig;
@@ -83,6 +85,19 @@ pub struct Run<'a> {
     /// `Retries` and `Retry backoff`: more attempts of a failed phase in this run.
     pub retries: u32,
     pub retry_backoff: Duration,
+    /// Where each phase's agent runs (`- **Executor**:`); verify commands always run locally.
+    pub executor: &'a dyn executor::Executor,
+    /// VRAM admission of sub-tasks that run a local model ([`vram`]), when configured.
+    pub vram: Option<vram::Admission>,
+}
+
+impl Run<'_> {
+    /// The estimated VRAM need of a sub-task's agent, in whole GB (rounded up), when the
+    /// model's figures are configured (see [`vram`]).
+    pub fn vram_need_gb(&self, task_dir: &std::path::Path) -> Option<u64> {
+        let need = self.vram.as_ref()?.need(task_dir)?;
+        Some(need.div_ceil(1 << 30))
+    }
 }
 
 /// A counting semaphore: the number of agent processes running at once.

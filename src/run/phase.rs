@@ -2,7 +2,7 @@
 //! the artifact against a fresh snapshot.
 
 use super::adapter::{PhaseReport, parse_log};
-use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent};
+use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent, run_agent_on};
 use super::isolation::Workspace;
 use super::{Run, StopKind};
 use crate::settings::Settings;
@@ -109,11 +109,13 @@ pub struct PhaseRun {
 /// agents never work on one task; returns the pid file the next agent records itself in.
 fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> super::Result<PathBuf> {
     let pid_file = logs.join("agent.pid");
-    if let Some(pid) = super::agent::stop_stale_agent(&pid_file, run.limits.kill_grace)? {
+    if let Some(what) = super::executor::stop_stale(&pid_file, run.limits.kill_grace)? {
+        // `pid 123` or `Slurm job 45`.
+        let id: Option<u64> = what.rsplit(' ').next().and_then(|n| n.parse().ok());
         run.progress.event(
             "leftover_agent_stopped",
-            json!({"task": task_rel, "pid": pid}),
-            || format!("warning: {task_rel}: stopped agent pid {pid} that an earlier, killed run left running"),
+            json!({"task": task_rel, "pid": id, "what": what}),
+            || format!("warning: {task_rel}: stopped agent {what} that an earlier, killed run left running"),
         );
     }
     Ok(pid_file)
@@ -242,7 +244,22 @@ pub fn run_phase_noted(
             });
         }
         let _slot = run.slots.acquire(run.cancel);
-        let outcome = run_agent(&spec);
+        // With Slurm the need is a GRES request instead: the cluster packs the jobs.
+        let _vram = match (&run.vram, run.executor.name()) {
+            (Some(gate), "local" | "tmux") => match gate.need(task_dir) {
+                Some(need) => gate
+                    .admit(task_rel, need, run.cancel)
+                    .map_err(std::io::Error::other)?,
+                None => None,
+            },
+            _ => None,
+        };
+        let job = super::executor::Job {
+            task: task_rel.to_string(),
+            phase: phase.word().to_string(),
+            vram_gb: run.vram_need_gb(task_dir),
+        };
+        let outcome = run_agent_on(&spec, run.executor, &job);
         drop(done);
         outcome
     })?;

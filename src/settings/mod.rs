@@ -233,6 +233,30 @@ registry! {
         Kind::Text,
         None,
         "command run when a task waits for approval, needs a human, completes or stops (JSON event on stdin)";
+    Executor => "agent.executor",
+        AgentMd,
+        "Agent",
+        "Executor",
+        "local",
+        Kind::Choice(&["local", "tmux", "slurm"]),
+        Some("AUTOMATON_EXECUTOR"),
+        "where each phase's agent runs: local (a child process), tmux (a window of the project's tmux session; `automaton attach`), slurm (one batch job per phase)";
+    SlurmOptions => "agent.slurm_options",
+        AgentMd,
+        "Agent",
+        "Slurm options",
+        "",
+        Kind::Text,
+        None,
+        "extra sbatch options for the slurm executor, e.g. --partition=gpu --time=2:00:00 --account=lab";
+    SlurmGres => "agent.slurm_gres",
+        AgentMd,
+        "Agent",
+        "Slurm GRES",
+        "vram",
+        Kind::Text,
+        Some("AUTOMATON_SLURM_GRES"),
+        "the consumable GRES a Slurm job requests its estimated VRAM as (--gres=<name>:<n>G); empty: none";
     Decomposition => "phases.decomposition",
         ConfigMd,
         "Phases",
@@ -377,6 +401,22 @@ registry! {
         Kind::Tokens,
         None,
         "largest context one sub-task may need";
+    ModelWeights => "vram.model_weights",
+        ConfigMd,
+        "VRAM Configuration",
+        "Model weights",
+        "",
+        Kind::Text,
+        None,
+        "VRAM of a local model's weights, e.g. 4 GB; with KV bytes per token it turns on VRAM admission of parallel sub-tasks";
+    KvBytesPerToken => "vram.kv_bytes_per_token",
+        ConfigMd,
+        "VRAM Configuration",
+        "KV bytes per token",
+        "",
+        Kind::Text,
+        None,
+        "KV-cache bytes per token of context of the local model; a sub-task needs its Estimated peak context times this";
     ModelName => "model.name",
         ConfigMd,
         "Model Configuration",
@@ -441,6 +481,14 @@ registry! {
         Kind::Seconds,
         Some("AUTOMATON_VRAM_SCRIPT_TIMEOUT"),
         "time scripts/vram_detect.sh may take, in seconds (fractions allowed)";
+    TmuxSocket => "env.tmux_socket",
+        Env,
+        "Variables",
+        "AUTOMATON_TMUX_SOCKET",
+        "",
+        Kind::Text,
+        Some("AUTOMATON_TMUX_SOCKET"),
+        "the tmux socket name (-L) of the tmux executor; default automaton-<hash of the project path>";
 }
 
 /// A setting that could not be read, naming file, line and key.

@@ -1,0 +1,268 @@
+//! Where a phase's agent runs: the seam between the agent runner ([`super::agent`]) and the
+//! thing that starts, watches and stops the agent.
+//!
+//! - `local` ([`Local`]): a child of automaton in its own process group, on the one process
+//!   supervisor ([`crate::process::Group`]); today's behaviour and the default.
+//! - `tmux` ([`tmux::Tmux`]): a window of the project's own tmux server (a private socket named
+//!   from a hash of the project path), started detached; its output comes back through a FIFO.
+//! - `slurm` ([`slurm::Slurm`]): one batch job per phase; its output goes to the phase log,
+//!   which automaton follows.
+//!
+//! The runner only sees [`Running`]: wait for the next event with a deadline, take the bytes the
+//! agent printed since the last call, stop it, or finish after it exited. So the agent contract
+//! (prompt on stdin, the phase log, CONTRACT_MET, the phase/stall/total caps, Ctrl-C, the pid
+//! file that lets a later run stop what a SIGKILLed automaton left behind) is the runner's and
+//! holds for every executor.
+
+pub mod slurm;
+pub mod tmux;
+
+use super::agent::AgentSpec;
+use crate::process::{Event, Group, Leftover, Options, Output};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// The executor words of `- **Executor**:`.
+pub const WORDS: [&str; 3] = ["local", "tmux", "slurm"];
+
+/// What the runner names a phase by (tmux window names, Slurm job names) and what it needs.
+#[derive(Debug, Clone, Default)]
+pub struct Job {
+    /// The task's path, e.g. `tasks/auth/subtasks/login`.
+    pub task: String,
+    /// The phase word, e.g. `implement`.
+    pub phase: String,
+    /// Estimated VRAM need, in GB (rounded up): the Slurm GRES request.
+    pub vram_gb: Option<u64>,
+}
+
+/// Starts agents.
+pub trait Executor: Send + Sync {
+    /// `local`, `tmux` or `slurm`.
+    fn name(&self) -> &'static str;
+    /// Start the agent of `spec` (command, cwd, env, prompt, log). The log file exists when
+    /// this is called; what the agent prints must reach it, and [`Running::take_fresh`].
+    fn start<'a>(&'a self, spec: &AgentSpec<'a>, job: &Job) -> io::Result<Box<dyn Running + 'a>>;
+}
+
+/// One started agent.
+pub trait Running {
+    /// The id the runner reports: the process (group) id, or the Slurm job id.
+    fn id(&self) -> u32;
+    /// The line written to the pid file while it runs (see [`stop_stale`]).
+    fn record(&self) -> String;
+    /// Block until the agent exits, prints, `deadline` passes or the cancel flag is set.
+    fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event>;
+    /// The bytes printed (and logged) since the last call.
+    fn take_fresh(&mut self) -> Vec<u8>;
+    /// After [`Event::Exited`]: make sure nothing of the agent is left; its status.
+    fn finish(&mut self) -> io::Result<ExitStatus>;
+    /// Stop the agent (TERM, grace, KILL, or `scancel`); its status.
+    fn stop(&mut self) -> io::Result<ExitStatus>;
+    /// Processes still alive after the final KILL.
+    fn leftovers(&self) -> Vec<Leftover>;
+}
+
+/// Today's runner: a child of automaton in its own process group.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Local;
+
+impl Executor for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn start<'a>(&'a self, spec: &AgentSpec<'a>, _job: &Job) -> io::Result<Box<dyn Running + 'a>> {
+        let log = super::agent::open_log(spec.log_path)?;
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c")
+            .arg(spec.command)
+            .current_dir(spec.cwd)
+            .envs(spec.env.iter().map(|(k, v)| (k, v)));
+        let group = Group::spawn(
+            cmd,
+            Options {
+                stdin: Some(spec.prompt.as_bytes()),
+                output: Output::Log(log),
+                cancel: spec.cancel,
+                kill_grace: spec.kill_grace,
+            },
+        )?;
+        Ok(Box::new(group))
+    }
+}
+
+impl Running for Group<'_> {
+    fn id(&self) -> u32 {
+        self.pid()
+    }
+    fn record(&self) -> String {
+        let start = crate::process::group::start_time(self.pid()).unwrap_or_default();
+        format!("{} {start}", self.pid())
+    }
+    fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
+        Group::wait(self, deadline)
+    }
+    fn take_fresh(&mut self) -> Vec<u8> {
+        Group::take_fresh(self)
+    }
+    fn finish(&mut self) -> io::Result<ExitStatus> {
+        Group::finish(self)
+    }
+    fn stop(&mut self) -> io::Result<ExitStatus> {
+        Group::stop(self)
+    }
+    fn leftovers(&self) -> Vec<Leftover> {
+        Group::leftovers(self).to_vec()
+    }
+}
+
+/// The executor `- **Executor**:` names, for the project at `project`.
+pub fn for_word(
+    word: &str,
+    project: &Path,
+    slurm_options: Option<&str>,
+    slurm_gres: Option<&str>,
+) -> io::Result<Box<dyn Executor>> {
+    Ok(match word {
+        "tmux" => Box::new(tmux::Tmux::for_project(project)?),
+        "slurm" => Box::new(slurm::Slurm::new(
+            slurm_options.unwrap_or(""),
+            slurm_gres.unwrap_or(""),
+        )?),
+        _ => Box::new(Local),
+    })
+}
+
+/// Stop what an automaton killed with SIGKILL left running for a task, from the pid file the
+/// runner wrote: a process group (`<pid> <start time>`, local and tmux: the group is TERMed,
+/// then KILLed) or a Slurm job (`slurm <job id>`: cancelled with `scancel`). Returns what it
+/// stopped (`pid 123`, `Slurm job 45`); the pid file is removed either way.
+pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>> {
+    let text = match std::fs::read_to_string(pid_file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    if let Some(rest) = text.trim().strip_prefix("slurm ") {
+        let stopped = match rest.trim().parse::<u64>() {
+            Ok(id) if slurm::job_active(id) => {
+                slurm::cancel(id, grace);
+                Some(format!("Slurm job {id}"))
+            }
+            _ => None,
+        };
+        std::fs::remove_file(pid_file)?;
+        return Ok(stopped);
+    }
+    Ok(super::agent::stop_stale_agent(pid_file, grace)?.map(|pid| format!("pid {pid}")))
+}
+
+/// Paths beside a phase log `<logs>/<stem>.log`: `<logs>/<stem>.<ext>`.
+pub(crate) fn beside(log: &Path, ext: &str) -> PathBuf {
+    let stem = log
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "agent".into());
+    log.with_file_name(format!("{stem}.{ext}"))
+}
+
+/// Single-quote for `sh`.
+pub(crate) fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The wrapper both tmux and Slurm run: the AUTOMATON_* contract exported, the agent run by
+/// `sh -c` in `cwd` with the prompt on stdin, and its exit status written (atomically) to
+/// `status`. `tail` is appended to the agent's command (`2>&1 | tee FIFO` for tmux).
+pub(crate) fn wrapper_script(
+    spec: &AgentSpec<'_>,
+    stdin: &Path,
+    status: &Path,
+    output: Option<&Path>,
+) -> String {
+    let mut s = String::from("#!/bin/sh\n# written by automaton for one phase; safe to delete\n");
+    for (k, v) in spec.env {
+        s.push_str(&format!("export {k}={}\n", sh_quote(v)));
+    }
+    s.push_str(&format!(
+        "cd {} || exit 127\n",
+        sh_quote(&spec.cwd.display().to_string())
+    ));
+    let tmp = format!("{}.tmp", status.display());
+    let run = format!(
+        "sh -c {} < {}; s=$?; echo $s > {} && mv {} {}",
+        sh_quote(spec.command),
+        sh_quote(&stdin.display().to_string()),
+        sh_quote(&tmp),
+        sh_quote(&tmp),
+        sh_quote(&status.display().to_string()),
+    );
+    match output {
+        // A pipeline's status is its last command's: the agent's is in the status file.
+        Some(out) => s.push_str(&format!(
+            "{{ {run}; }} 2>&1 | tee {}\n",
+            sh_quote(&out.display().to_string())
+        )),
+        None => s.push_str(&format!("{run}\nexit $s\n")),
+    }
+    s
+}
+
+/// The prompt, as the file the agent's stdin is read from (`/dev/null` when empty).
+pub(crate) fn stdin_file(spec: &AgentSpec<'_>) -> io::Result<PathBuf> {
+    if spec.prompt.is_empty() {
+        return Ok(PathBuf::from("/dev/null"));
+    }
+    // The phase runner already wrote the prompt to AUTOMATON_PROMPT_FILE: use that file.
+    if let Some((_, file)) = spec.env.iter().find(|(k, _)| k == "AUTOMATON_PROMPT_FILE")
+        && std::fs::read(file).is_ok_and(|b| b == spec.prompt.as_bytes())
+    {
+        return Ok(PathBuf::from(file));
+    }
+    let path = beside(spec.log_path, "stdin");
+    crate::fsx::write_atomic(&path, spec.prompt.as_bytes())?;
+    Ok(path)
+}
+
+/// The status a wrapper wrote: `sh`'s `$?` (128+n for signal n) as an [`ExitStatus`].
+pub(crate) fn read_status(path: &Path) -> Option<ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let n: i32 = std::fs::read_to_string(path).ok()?.trim().parse().ok()?;
+    Some(if (129..=192).contains(&n) {
+        ExitStatus::from_raw(n - 128)
+    } else {
+        ExitStatus::from_raw((n & 0xff) << 8)
+    })
+}
+
+/// An exit status with this code.
+pub(crate) fn exit_code(code: i32) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    ExitStatus::from_raw((code & 0xff) << 8)
+}
+
+/// An exit status "killed by signal `sig`".
+pub(crate) fn killed_by(sig: i32) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt;
+    ExitStatus::from_raw(sig & 0x7f)
+}
+
+/// A one-shot command's output, or an error with its stderr (for tmux and Slurm's tools).
+pub(crate) fn output_of(cmd: &mut Command, what: &str) -> io::Result<String> {
+    let out = cmd
+        .output()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run {what}: {e}")))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let err = err.trim();
+        Err(io::Error::other(format!(
+            "{what} failed: {}",
+            if err.is_empty() { "no message" } else { err }
+        )))
+    }
+}
