@@ -293,6 +293,65 @@ impl Repo {
         Ok(true)
     }
 
+    /// The path of `name` in a worktree's own git folder (`git rev-parse --git-path`): where a
+    /// marker that lives and dies with that worktree is kept.
+    pub fn git_path(&self, worktree: &Path, name: &str) -> Result<PathBuf> {
+        let p = PathBuf::from(git(worktree, &["rev-parse", "--git-path", name])?);
+        Ok(if p.is_absolute() { p } else { worktree.join(p) })
+    }
+
+    /// Remove the `index.lock` a git command killed mid-way (`kill -9` of automaton's process
+    /// group) left in a worktree automaton owns, so the next `git add` does not fail on it.
+    /// Call it only under the project lock, with no git command of this run in that worktree.
+    /// Returns whether there was one.
+    pub fn clear_stale_index_lock(&self, worktree: &Path) -> Result<bool> {
+        let lock = self.git_path(worktree, "index.lock")?;
+        match std::fs::remove_file(&lock) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Untracked files that git ignores, below `dir`, relative to it
+    /// (`git ls-files --others --ignored --exclude-standard`).
+    pub fn ignored_files(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let out = git_output(
+            dir,
+            [
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+            ],
+        )?;
+        if !out.status.success() {
+            return Err(GitError::Failed {
+                args: "ls-files --others --ignored --exclude-standard".into(),
+                dir: dir.display().to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                use std::os::unix::ffi::OsStrExt;
+                PathBuf::from(OsStr::from_bytes(p))
+            })
+            .collect())
+    }
+
+    /// Put a worktree's index and files back to its HEAD commit (`git reset --hard HEAD`: the
+    /// branch does not move). Only for a worktree automaton owns whose changes are known to be
+    /// those of its own merge that a crash cut short.
+    pub fn discard_merge_debris(&self, worktree: &Path) -> Result<()> {
+        git(worktree, &["reset", "--quiet", "--hard", "HEAD"])?;
+        Ok(())
+    }
+
     /// Whether a worktree has uncommitted or untracked changes.
     pub fn is_dirty(&self, worktree: &Path) -> Result<bool> {
         Ok(!git(worktree, &["status", "--porcelain"])?.is_empty())

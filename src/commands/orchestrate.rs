@@ -98,9 +98,29 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         &ctx.project,
     ) {
         isolation::Mode::Worktree => {
-            Some(isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?)
+            let iso =
+                isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?;
+            // Before anything runs: undo what a killed run left half-done in the worktrees.
+            for wt in iso.reconcile().map_err(crate::run::RunError::from)? {
+                progress.event("worktree_reconciled", json!({"worktree": wt}), || {
+                    format!(
+                        "↻ {}: undid a git operation a killed run left unfinished",
+                        wt.display()
+                    )
+                });
+            }
+            Some(iso)
         }
         isolation::Mode::None => None,
+    };
+    // In a worktree, the agent must still write its artifact in the task folder.
+    let agent_command = match isolation {
+        Some(_) => adapter::in_worktree(
+            adapter,
+            agent_command,
+            settings.text(Key::AgentCommand).is_some(),
+        ),
+        None => agent_command,
     };
     let run = Run {
         settings: &settings,
@@ -120,6 +140,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         slots: Slots::new(limits.jobs),
         isolation: isolation.as_ref(),
         step: args.step,
+        ports: crate::run::ports::Ports::new(),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {

@@ -7,6 +7,7 @@ pub mod driver;
 pub mod isolation;
 pub mod notify;
 pub mod phase;
+pub mod ports;
 pub mod preflight;
 pub mod progress;
 pub mod record;
@@ -76,6 +77,8 @@ pub struct Run<'a> {
     pub isolation: Option<&'a isolation::Isolation>,
     /// `--step`: run exactly one phase, whatever the Autopilot setting.
     pub step: bool,
+    /// `AUTOMATON_PORT` of each task being driven.
+    pub ports: ports::Ports,
 }
 
 /// A counting semaphore: the number of agent processes running at once.
