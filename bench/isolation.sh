@@ -111,6 +111,12 @@ shell_run() {
     awk -v n=$((end - start)) 'BEGIN { printf "%.1f", n / 1e6 }'
 }
 
+# median <numbers...>: the median.
+median() {
+    printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 }
+        END { printf "%.1f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
 # One warm-up of each, untimed.
 automaton_run none "$work/run" >/dev/null
 automaton_run worktree "$work/run" >/dev/null

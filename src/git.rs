@@ -209,6 +209,16 @@ impl Repo {
     /// Commit everything changed in a worktree (`git add -A`) with `message`; `None` when there
     /// was nothing to commit.
     pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>> {
+        // One scan when nothing changed (most phases write only their artifact, which lives in
+        // the task folder, outside the worktree).
+        if git(
+            worktree,
+            &["status", "--porcelain", "--untracked-files=all"],
+        )?
+        .is_empty()
+        {
+            return Ok(None);
+        }
         git(worktree, &["add", "-A"])?;
         let staged = git_output(worktree, ["diff", "--cached", "--quiet"])?;
         if staged.status.success() {
@@ -300,17 +310,18 @@ impl Repo {
         Ok(if p.is_absolute() { p } else { worktree.join(p) })
     }
 
-    /// Remove the `index.lock` a git command killed mid-way (`kill -9` of automaton's process
-    /// group) left in a worktree automaton owns, so the next `git add` does not fail on it.
-    /// Call it only under the project lock, with no git command of this run in that worktree.
-    /// Returns whether there was one.
-    pub fn clear_stale_index_lock(&self, worktree: &Path) -> Result<bool> {
-        let lock = self.git_path(worktree, "index.lock")?;
-        match std::fs::remove_file(&lock) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e.into()),
+    /// Undo what a git command killed mid-way (`kill -9` of automaton's process group) left in
+    /// a worktree automaton owns: its `index.lock` (call this only under the project lock, with
+    /// no git command of this run in that worktree) and a merge with `MERGE_HEAD` (aborted).
+    /// One look-up of the worktree's git folder; whether anything was undone.
+    pub fn undo_interrupted(&self, worktree: &Path) -> Result<bool> {
+        let dir = PathBuf::from(git(worktree, &["rev-parse", "--absolute-git-dir"])?);
+        let lock = remove_if_there(&dir.join("index.lock"))?;
+        if !dir.join("MERGE_HEAD").exists() {
+            return Ok(lock);
         }
+        git(worktree, &["merge", "--abort"])?;
+        Ok(true)
     }
 
     /// Untracked files that git ignores, below `dir`, relative to it
@@ -405,6 +416,15 @@ impl Repo {
             ],
         )?;
         Ok(text.lines().map(str::to_string).collect())
+    }
+}
+
+/// Remove a file if it exists; whether it did.
+fn remove_if_there(path: &Path) -> Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -182,8 +182,7 @@ impl Isolation {
     /// worktree was clean when that merge started, so its changes are the merge's). The branch
     /// never moves; the merge is made again by the caller. Returns whether anything was undone.
     fn reconcile_worktree(&self, worktree: &Path) -> Result<bool, IsolationError> {
-        let lock = self.repo.clear_stale_index_lock(worktree)?;
-        let merge = self.repo.abort_unfinished_merge(worktree)?;
+        let undone = self.repo.undo_interrupted(worktree)?;
         let mark = self.repo.git_path(worktree, MERGE_MARK)?;
         let marked = mark.exists();
         if marked {
@@ -193,7 +192,7 @@ impl Isolation {
                 source,
             })?;
         }
-        Ok(lock || merge || marked)
+        Ok(undone || marked)
     }
 
     /// Reconcile every worktree under [`WORKTREES_DIR`] with what git says, before a run
@@ -299,8 +298,8 @@ impl Isolation {
         }
         // Merge only into a clean worktree, so that a crash mid-merge leaves changes that are
         // all the merge's, which the next run can drop (see `reconcile_worktree`).
-        let dirty = self.repo.uncommitted(&parent.worktree)?;
         if self.repo.is_dirty(&parent.worktree)? {
+            let dirty = self.repo.uncommitted(&parent.worktree)?;
             return Err(crate::git::GitError::Failed {
                 args: format!("merge {}", sub.branch),
                 dir: parent.worktree.display().to_string(),
