@@ -209,6 +209,16 @@ impl Repo {
     /// Commit everything changed in a worktree (`git add -A`) with `message`; `None` when there
     /// was nothing to commit.
     pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>> {
+        // One scan when nothing changed (most phases write only their artifact, which lives in
+        // the task folder, outside the worktree).
+        if git(
+            worktree,
+            &["status", "--porcelain", "--untracked-files=all"],
+        )?
+        .is_empty()
+        {
+            return Ok(None);
+        }
         git(worktree, &["add", "-A"])?;
         let staged = git_output(worktree, ["diff", "--cached", "--quiet"])?;
         if staged.status.success() {
@@ -293,6 +303,66 @@ impl Repo {
         Ok(true)
     }
 
+    /// The path of `name` in a worktree's own git folder (`git rev-parse --git-path`): where a
+    /// marker that lives and dies with that worktree is kept.
+    pub fn git_path(&self, worktree: &Path, name: &str) -> Result<PathBuf> {
+        let p = PathBuf::from(git(worktree, &["rev-parse", "--git-path", name])?);
+        Ok(if p.is_absolute() { p } else { worktree.join(p) })
+    }
+
+    /// Undo what a git command killed mid-way (`kill -9` of automaton's process group) left in
+    /// a worktree automaton owns: its `index.lock` (call this only under the project lock, with
+    /// no git command of this run in that worktree) and a merge with `MERGE_HEAD` (aborted).
+    /// One look-up of the worktree's git folder; whether anything was undone.
+    pub fn undo_interrupted(&self, worktree: &Path) -> Result<bool> {
+        let dir = PathBuf::from(git(worktree, &["rev-parse", "--absolute-git-dir"])?);
+        let lock = remove_if_there(&dir.join("index.lock"))?;
+        if !dir.join("MERGE_HEAD").exists() {
+            return Ok(lock);
+        }
+        git(worktree, &["merge", "--abort"])?;
+        Ok(true)
+    }
+
+    /// Untracked files that git ignores, below `dir`, relative to it
+    /// (`git ls-files --others --ignored --exclude-standard`).
+    pub fn ignored_files(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        let out = git_output(
+            dir,
+            [
+                "ls-files",
+                "-z",
+                "--others",
+                "--ignored",
+                "--exclude-standard",
+            ],
+        )?;
+        if !out.status.success() {
+            return Err(GitError::Failed {
+                args: "ls-files --others --ignored --exclude-standard".into(),
+                dir: dir.display().to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        Ok(out
+            .stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                use std::os::unix::ffi::OsStrExt;
+                PathBuf::from(OsStr::from_bytes(p))
+            })
+            .collect())
+    }
+
+    /// Put a worktree's index and files back to its HEAD commit (`git reset --hard HEAD`: the
+    /// branch does not move). Only for a worktree automaton owns whose changes are known to be
+    /// those of its own merge that a crash cut short.
+    pub fn discard_merge_debris(&self, worktree: &Path) -> Result<()> {
+        git(worktree, &["reset", "--quiet", "--hard", "HEAD"])?;
+        Ok(())
+    }
+
     /// Whether a worktree has uncommitted or untracked changes.
     pub fn is_dirty(&self, worktree: &Path) -> Result<bool> {
         Ok(!git(worktree, &["status", "--porcelain"])?.is_empty())
@@ -346,6 +416,15 @@ impl Repo {
             ],
         )?;
         Ok(text.lines().map(str::to_string).collect())
+    }
+}
+
+/// Remove a file if it exists; whether it did.
+fn remove_if_there(path: &Path) -> Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -413,15 +413,17 @@ fn executor_setting_is_shown_and_checked() {
         .args(["config"])
         .assert()
         .code(0)
-        .stdout(predicate::str::contains(
-            "^ error: ",
-        ))
-        .stderr(predicate::str::contains("`Executor`: expected one of local, tmux, slurm"));
+        .stdout(predicate::str::contains("^ error: "))
+        .stderr(predicate::str::contains(
+            "`Executor`: expected one of local, tmux, slurm",
+        ));
     p.orchestrate()
         .arg("x")
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("`Executor`: expected one of local, tmux, slurm"));
+        .stderr(predicate::str::contains(
+            "`Executor`: expected one of local, tmux, slurm",
+        ));
 }
 
 // ---------------------------------------------------------------- Slurm

@@ -81,6 +81,11 @@ fi
 if [ -n "${CLAUDE_ALLOWED_TOOLS:-}" ]; then
     set -- "$@" --allowedTools "$CLAUDE_ALLOWED_TOOLS"
 fi
+# Isolation (`- **Isolation**: worktree`): the agent works in its task's git worktree, and the
+# task folder (where the artifact goes) stays in the project: let it write there too.
+if [ -n "${AUTOMATON_WORKTREE:-}" ] && [ -n "${AUTOMATON_TASK_DIR:-}" ]; then
+    set -- "$@" --add-dir "$AUTOMATON_TASK_DIR"
+fi
 
 # shellcheck disable=SC2086 # CLAUDE_FLAGS and the arguments are meant to be split into flags
 exec "$bin" "$@" ${CLAUDE_FLAGS:-} $extra <"$AUTOMATON_PROMPT_FILE"

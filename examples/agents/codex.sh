@@ -70,6 +70,11 @@ fi
 if [ -n "${CODEX_MODEL:-}" ]; then
     set -- "$@" -m "$CODEX_MODEL"
 fi
+# Isolation (`- **Isolation**: worktree`): the agent works in its task's git worktree, and the
+# task folder (where the artifact goes) stays in the project: let it write there too.
+if [ -n "${AUTOMATON_WORKTREE:-}" ] && [ -n "${AUTOMATON_TASK_DIR:-}" ]; then
+    set -- "$@" --add-dir "$AUTOMATON_TASK_DIR"
+fi
 
 # shellcheck disable=SC2086 # CODEX_FLAGS and the arguments are meant to be split into flags
 exec "$bin" "$@" ${CODEX_FLAGS:-} $extra - <"$AUTOMATON_PROMPT_FILE"

@@ -99,7 +99,18 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         &ctx.project,
     ) {
         isolation::Mode::Worktree => {
-            Some(isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?)
+            let iso =
+                isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?;
+            // Before anything runs: undo what a killed run left half-done in the worktrees.
+            for wt in iso.reconcile().map_err(crate::run::RunError::from)? {
+                progress.event("worktree_reconciled", json!({"worktree": wt}), || {
+                    format!(
+                        "↻ {}: undid a git operation a killed run left unfinished",
+                        wt.display()
+                    )
+                });
+            }
+            Some(iso)
         }
         isolation::Mode::None => None,
     };
@@ -110,6 +121,15 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         settings.text(Key::SlurmGres),
     )
     .map_err(|e| Error::Input(e.to_string()))?;
+    // In a worktree, the agent must still write its artifact in the task folder.
+    let agent_command = match isolation {
+        Some(_) => adapter::in_worktree(
+            adapter,
+            agent_command,
+            settings.text(Key::AgentCommand).is_some(),
+        ),
+        None => agent_command,
+    };
     let run = Run {
         settings: &settings,
         config,
@@ -141,6 +161,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
             vram.gpu_vram_gb,
             settings.ratio(Key::Headroom),
         ),
+        ports: crate::run::ports::Ports::new(),
     };
 
     let Some(rel) = select_task(ctx, args, &config, &prefix)? else {

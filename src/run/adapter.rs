@@ -69,6 +69,13 @@ pub trait Adapter: Send + Sync {
         Some("--model")
     }
 
+    /// The flag that lets the CLI write in one more folder than its working directory: with
+    /// isolation, the agent works in a worktree and its task folder (artifacts, logs) stays in
+    /// the project, so the default command line grants it (`--add-dir "$AUTOMATON_TASK_DIR"`).
+    fn add_dir_flag(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Read what the agent printed during one phase (its stdout and stderr, interleaved).
     fn parse(&self, output: &str) -> PhaseReport;
 
@@ -115,6 +122,18 @@ pub fn command_line(
         line.push_str(f);
     }
     Some(line)
+}
+
+/// The command line of a run in a worktree (isolation on): the default command line of an
+/// adapter that has an [`Adapter::add_dir_flag`] gets `<flag> "$AUTOMATON_TASK_DIR"` (expanded
+/// by `sh -c` for each task), so the agent may write its artifact in the task folder. A custom
+/// `- **Agent command**` is left as written: it gets `AUTOMATON_TASK_DIR` and grants it itself
+/// (the `examples/agents/` recipes do).
+pub fn in_worktree(adapter: &dyn Adapter, line: String, custom_command: bool) -> String {
+    match adapter.add_dir_flag() {
+        Some(flag) if !custom_command => format!("{line} {flag} \"$AUTOMATON_TASK_DIR\""),
+        _ => line,
+    }
 }
 
 fn shell_quote(s: &str) -> String {
@@ -254,6 +273,10 @@ impl Adapter for CommandAdapter {
 pub struct Claude;
 
 impl Adapter for Claude {
+    fn add_dir_flag(&self) -> Option<&'static str> {
+        Some("--add-dir")
+    }
+
     fn name(&self) -> &'static str {
         "claude"
     }
@@ -392,6 +415,10 @@ pub fn parse_claude(output: &str) -> PhaseReport {
 pub struct Codex;
 
 impl Adapter for Codex {
+    fn add_dir_flag(&self) -> Option<&'static str> {
+        Some("--add-dir")
+    }
+
     fn name(&self) -> &'static str {
         "codex"
     }
@@ -721,6 +748,23 @@ mod tests {
                 .unwrap()
                 .ends_with("\"$AUTOMATON_ARTIFACT\" --model 'openai/a b'")
         );
+    }
+
+    #[test]
+    fn a_worktree_run_grants_the_task_folder_to_claude_and_codex_defaults() {
+        let claude = command_line(&Claude, None, None, None).unwrap();
+        assert_eq!(
+            in_worktree(&Claude, claude.clone(), false),
+            format!("{claude} --add-dir \"$AUTOMATON_TASK_DIR\"")
+        );
+        assert_eq!(
+            in_worktree(&Codex, "codex exec --json -".into(), false),
+            "codex exec --json - --add-dir \"$AUTOMATON_TASK_DIR\""
+        );
+        assert_eq!(in_worktree(&Claude, "sh c.sh".into(), true), "sh c.sh");
+        let aider = command_line(&Aider, None, None, None).unwrap();
+        assert_eq!(in_worktree(&Aider, aider.clone(), false), aider);
+        assert_eq!(in_worktree(&CommandAdapter, "x".into(), false), "x");
     }
 
     #[test]

@@ -95,9 +95,11 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
     if explicit {
         clear_stops(run, rel)?;
     }
-    let ws = match workspace(run, rel, &dir) {
+    // `AUTOMATON_PORT`: held while this task is driven (its sub-tasks get their own).
+    let _port = run.ports.acquire(rel);
+    let ws = match workspace(run, rel, &dir)? {
         Ok(ws) => ws,
-        Err(reason) => return stop_task(run, rel, &dir, StopKind::Isolation, reason),
+        Err((kind, reason)) => return stop_task(run, rel, &dir, kind, reason),
     };
     let ws = ws.as_ref();
     let mut iterations: u64 = 0;
@@ -105,6 +107,8 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
     let mut failed: Option<(Phase, u32)> = None;
     let mut fresh: Option<TaskTree> = None;
     let mut warned = false;
+    // With isolation: whether a complete parent's sub-tasks were checked to be merged.
+    let mut merged_all = false;
     loop {
         // The folder as the last phase's validation read it, else read now.
         let tree = fresh.take().unwrap_or_else(|| load(run, rel));
@@ -223,6 +227,16 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                 write_state(&dir, State::Complete)?;
             }
             Action::Complete => {
+                // A decomposed task is complete once its sub-tasks passed, but with isolation
+                // their work reaches its branch only by merge-back and the integration gate:
+                // a run killed between a sub-task's PASS and its merge left that undone.
+                if let (Some(pws), Some(Ok(plan)), false) = (ws, &node.snap.plan, merged_all) {
+                    merged_all = true;
+                    if let Some(stop) = run_waves(run, rel, plan, Some(pws))? {
+                        return Ok(stop);
+                    }
+                    continue;
+                }
                 run.progress
                     .event("task_complete", json!({"task": rel}), || {
                         format!("✔ {rel}: complete")
@@ -768,21 +782,72 @@ fn parent_of(rel: &str) -> Option<&str> {
     rel.rsplit_once("/subtasks/").map(|(parent, _)| parent)
 }
 
-/// The task's workspace when isolation is on (made on first use); the reason when it cannot
-/// be made.
-fn workspace(run: &Run<'_>, rel: &str, dir: &Path) -> Result<Option<Workspace>, String> {
+/// The task's workspace when isolation is on (made on first use, then set up once: the
+/// `.worktreeinclude` files copied in and the setup command run); the stop when it cannot be
+/// made or set up.
+fn workspace(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+) -> super::Result<Result<Option<Workspace>, (StopKind, String)>> {
     let Some(iso) = run.isolation else {
-        return Ok(None);
+        return Ok(Ok(None));
     };
-    let ws = iso
-        .prepare(rel, dir, parent_of(rel))
-        .map_err(|e| format!("cannot make the task's worktree: {e}"))?;
+    let ws = match iso.prepare(rel, dir, parent_of(rel)) {
+        Ok(ws) => ws,
+        Err(e) => {
+            let reason = format!("cannot make the task's worktree: {e}");
+            return Ok(Err((StopKind::Isolation, reason)));
+        }
+    };
     run.progress.event(
         "workspace",
         json!({"task": rel, "branch": ws.branch, "worktree": ws.worktree}),
         String::new,
     );
-    Ok(Some(ws))
+    let setup_failed = |e: &dyn std::fmt::Display| {
+        Err((
+            StopKind::Isolation,
+            format!("cannot set up the worktree {}: {e}", ws.worktree.display()),
+        ))
+    };
+    match iso.needs_setup(&ws) {
+        Ok(false) => return Ok(Ok(Some(ws))),
+        Ok(true) => {}
+        Err(e) => return Ok(setup_failed(&e)),
+    }
+    match iso.copy_included(&ws) {
+        Ok(files) if !files.is_empty() => run.progress.event(
+            "worktree_include",
+            json!({"task": rel, "worktree": ws.worktree, "files": files}),
+            || {
+                format!(
+                    "  {rel}: copied {} file{} listed in .worktreeinclude into its worktree",
+                    files.len(),
+                    if files.len() == 1 { "" } else { "s" }
+                )
+            },
+        ),
+        Ok(_) => {}
+        Err(e) => return Ok(setup_failed(&e)),
+    }
+    if let Some(cmd) = run.settings.text(Key::SetupCommand)
+        && let Some((kind, reason)) = super::phase::run_setup(run, cmd, rel, dir, &ws)?
+    {
+        let reason = if kind == StopKind::Isolation {
+            format!(
+                "the worktree {} could not be set up: {reason}",
+                ws.worktree.display()
+            )
+        } else {
+            reason
+        };
+        return Ok(Err((kind, reason)));
+    }
+    if let Err(e) = iso.mark_set_up(&ws) {
+        return Ok(setup_failed(&e));
+    }
+    Ok(Ok(Some(ws)))
 }
 
 /// What the task folder holds of a phase's artifact.

@@ -16,6 +16,17 @@ use std::sync::Mutex;
 /// Where automaton keeps worktrees, relative to the project root.
 pub const WORKTREES_DIR: &str = ".automaton/worktrees";
 
+/// The list (gitignore syntax, at the project root) of gitignored files copied into each new
+/// worktree, e.g. `.env`.
+pub const WORKTREE_INCLUDE: &str = ".worktreeinclude";
+
+/// The mark, in a worktree's own git folder, that its set-up is done.
+const SETUP_MARK: &str = "automaton-setup-done";
+
+/// The mark, in the integration worktree's own git folder, of a merge-back under way
+/// (`<branch> <head before>`): a run killed before it is removed left that merge unfinished.
+const MERGE_MARK: &str = "automaton-merging";
+
 /// The `- **Isolation**:` words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -60,6 +71,9 @@ pub enum IsolationError {
     },
     #[error("isolation is `worktree` but {0} is not in a git work tree with a commit")]
     NoRepo(String),
+    /// `.worktreeinclude` could not be read or parsed.
+    #[error("{0}")]
+    Include(String),
 }
 
 /// The isolation of one run.
@@ -160,9 +174,108 @@ impl Isolation {
         let worktree = PathBuf::from(&record.worktree);
         self.repo
             .ensure_worktree(&worktree, &record.branch, &record.base)?;
-        // A merge a crash cut short leaves MERGE_HEAD: abort it, the merge is redone.
-        self.repo.abort_unfinished_merge(&worktree)?;
+        self.reconcile_worktree(&worktree)?;
         Ok(self.workspace(worktree, record.branch))
+    }
+
+    /// Undo what a run killed mid-way (`kill -9`) left in one of automaton's worktrees: a git
+    /// command's `index.lock` (under the project lock no other git of ours runs there), a merge
+    /// with `MERGE_HEAD`, and the staged result of a merge-back that was not committed yet (the
+    /// worktree was clean when that merge started, so its changes are the merge's). The branch
+    /// never moves; the merge is made again by the caller. Returns whether anything was undone.
+    fn reconcile_worktree(&self, worktree: &Path) -> Result<bool, IsolationError> {
+        let undone = self.repo.undo_interrupted(worktree)?;
+        let mark = self.repo.git_path(worktree, MERGE_MARK)?;
+        let marked = mark.exists();
+        if marked {
+            self.repo.discard_merge_debris(worktree)?;
+            std::fs::remove_file(&mark).map_err(|source| IsolationError::Io {
+                path: mark.display().to_string(),
+                source,
+            })?;
+        }
+        Ok(undone || marked)
+    }
+
+    /// Reconcile every worktree under [`WORKTREES_DIR`] with what git says, before a run
+    /// starts anything (see [`Isolation::prepare`] for one task's). Returns the worktrees
+    /// where something was undone.
+    pub fn reconcile(&self) -> Result<Vec<PathBuf>, IsolationError> {
+        let _git = self.locked();
+        let root = self.project.join(WORKTREES_DIR);
+        let mut fixed = Vec::new();
+        for (path, _) in self.repo.worktrees()? {
+            if same_dir_prefix(&path, &root) && path.is_dir() && self.reconcile_worktree(&path)? {
+                fixed.push(path);
+            }
+        }
+        Ok(fixed)
+    }
+
+    /// Whether a workspace still needs its set-up (`.worktreeinclude` copies, the setup
+    /// command): true for a new worktree until [`Isolation::mark_set_up`], also after a crash
+    /// in between. The mark lives in the worktree's own git folder, so a worktree made again
+    /// is set up again.
+    pub fn needs_setup(&self, ws: &Workspace) -> Result<bool, IsolationError> {
+        Ok(!self.repo.git_path(&ws.worktree, SETUP_MARK)?.exists())
+    }
+
+    /// Record that a workspace is set up.
+    pub fn mark_set_up(&self, ws: &Workspace) -> Result<(), IsolationError> {
+        let mark = self.repo.git_path(&ws.worktree, SETUP_MARK)?;
+        crate::fsx::write_atomic(&mark, b"set up\n").map_err(|source| IsolationError::Io {
+            path: mark.display().to_string(),
+            source,
+        })
+    }
+
+    /// Copy the gitignored files of the project root that `.worktreeinclude` (gitignore syntax,
+    /// at the project root) lists into the workspace, at the same relative paths. Returns the
+    /// files copied (relative to the project root); none without `.worktreeinclude`.
+    pub fn copy_included(&self, ws: &Workspace) -> Result<Vec<PathBuf>, IsolationError> {
+        let list = self.project.join(WORKTREE_INCLUDE);
+        if !list.is_file() {
+            return Ok(Vec::new());
+        }
+        let mut builder = ignore::gitignore::GitignoreBuilder::new(&self.project);
+        if let Some(e) = builder.add(&list) {
+            return Err(IsolationError::Include(format!("{}: {e}", list.display())));
+        }
+        let matcher = builder
+            .build()
+            .map_err(|e| IsolationError::Include(format!("{}: {e}", list.display())))?;
+        let mut copied = Vec::new();
+        let candidates = {
+            let _git = self.locked();
+            self.repo.ignored_files(&self.project)?
+        };
+        for rel in candidates {
+            if rel.starts_with(WORKTREES_DIR) || rel.is_absolute() {
+                continue;
+            }
+            let from = self.project.join(&rel);
+            if !from.is_file()
+                || !matcher
+                    .matched_path_or_any_parents(&from, false)
+                    .is_ignore()
+            {
+                continue;
+            }
+            let to = ws.cwd.join(&rel);
+            let io = |source| IsolationError::Io {
+                path: to.display().to_string(),
+                source,
+            };
+            if let Some(dir) = to.parent() {
+                std::fs::create_dir_all(dir).map_err(io)?;
+            }
+            std::fs::copy(&from, &to).map_err(|source| IsolationError::Io {
+                path: to.display().to_string(),
+                source,
+            })?;
+            copied.push(rel);
+        }
+        Ok(copied)
     }
 
     /// Commit what a phase changed in the workspace, if anything.
@@ -182,7 +295,38 @@ impl Isolation {
     /// worktree; `Ok(Merge::Conflict(files))` leaves the integration branch as it was.
     pub fn merge_back(&self, sub: &Workspace, parent: &Workspace) -> Result<Merge, IsolationError> {
         let _git = self.locked();
+        if self.repo.is_ancestor(&sub.branch, &parent.branch)? {
+            return Ok(Merge::UpToDate);
+        }
+        // Merge only into a clean worktree, so that a crash mid-merge leaves changes that are
+        // all the merge's, which the next run can drop (see `reconcile_worktree`).
+        if self.repo.is_dirty(&parent.worktree)? {
+            let dirty = self.repo.uncommitted(&parent.worktree)?;
+            return Err(crate::git::GitError::Failed {
+                args: format!("merge {}", sub.branch),
+                dir: parent.worktree.display().to_string(),
+                stderr: format!(
+                    "the integration worktree has uncommitted or untracked changes{}; commit \
+                     or remove them first",
+                    if dirty.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", dirty.join(", "))
+                    }
+                ),
+            }
+            .into());
+        }
+        let mark = self.repo.git_path(&parent.worktree, MERGE_MARK)?;
+        let before = self.repo.head(&parent.worktree)?;
+        crate::fsx::write_atomic(&mark, format!("{} {before}\n", sub.branch).as_bytes()).map_err(
+            |source| IsolationError::Io {
+                path: mark.display().to_string(),
+                source,
+            },
+        )?;
         let merged = self.repo.merge(&parent.worktree, &sub.branch)?;
+        let _ = std::fs::remove_file(&mark);
         if !matches!(merged, Merge::Conflict(_))
             && !self.repo.is_ancestor(&sub.branch, &parent.branch)?
         {
@@ -308,6 +452,15 @@ pub fn clean_plan(
         }
     }
     Ok(plan)
+}
+
+/// Whether `path` lies under `root` (either may be spelled through a symlink).
+fn same_dir_prefix(path: &Path, root: &Path) -> bool {
+    path.starts_with(root)
+        || match (path.canonicalize(), root.canonicalize()) {
+            (Ok(p), Ok(r)) => p.starts_with(r),
+            _ => false,
+        }
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {

@@ -9,6 +9,7 @@ pub mod executor;
 pub mod isolation;
 pub mod notify;
 pub mod phase;
+pub mod ports;
 pub mod preflight;
 pub mod progress;
 pub mod record;
@@ -89,6 +90,8 @@ pub struct Run<'a> {
     pub executor: &'a dyn executor::Executor,
     /// VRAM admission of sub-tasks that run a local model ([`vram`]), when configured.
     pub vram: Option<vram::Admission>,
+    /// `AUTOMATON_PORT` of each task being driven.
+    pub ports: ports::Ports,
 }
 
 impl Run<'_> {

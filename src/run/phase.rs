@@ -188,6 +188,7 @@ pub fn run_phase_noted(
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     env.extend(workspace_env(ws));
+    env.extend(port_env(run, task_rel));
     run.progress.event(
         "phase_started",
         json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
@@ -305,6 +306,13 @@ fn workspace_env(ws: Option<&Workspace>) -> Vec<(String, String)> {
     .unwrap_or_default()
 }
 
+/// `AUTOMATON_PORT` for a task that holds one (see [`super::ports`]).
+fn port_env(run: &Run<'_>, task_rel: &str) -> Option<(String, String)> {
+    run.ports
+        .port_of(task_rel)
+        .map(|p| ("AUTOMATON_PORT".to_string(), p.to_string()))
+}
+
 /// Run the verify command (same runner, same caps) in the task's workspace, logging to
 /// `logs/<stem>-<n>.log` (`verify`, or `integration-<wave>` for the gate after a wave).
 /// `Ok(None)` when it passed; `Ok(Some(reason))` when it failed.
@@ -316,20 +324,56 @@ pub fn run_verify(
     ws: Option<&Workspace>,
     stem: &str,
 ) -> super::Result<Option<(StopKind, String)>> {
+    run_check(run, "verify", command, task_rel, task_dir, ws, stem)
+}
+
+/// Run the setup command once in a new worktree (same runner, the phase time cap), logging
+/// to `logs/setup-<n>.log`. `Ok(None)` when it passed; `Ok(Some(reason))` when it failed
+/// (a failure or a timeout is an isolation stop, exit 22).
+pub fn run_setup(
+    run: &Run<'_>,
+    command: &str,
+    task_rel: &str,
+    task_dir: &Path,
+    ws: &Workspace,
+) -> super::Result<Option<(StopKind, String)>> {
+    Ok(
+        run_check(run, "setup", command, task_rel, task_dir, Some(ws), "setup")?.map(
+            |(kind, reason)| match kind {
+                StopKind::VerifyFailed | StopKind::PhaseTimeout | StopKind::Stalled => {
+                    (StopKind::Isolation, reason)
+                }
+                other => (other, reason),
+            },
+        ),
+    )
+}
+
+/// A command automaton runs itself (`what`: `verify` or `setup`), through the agent runner.
+fn run_check(
+    run: &Run<'_>,
+    what: &str,
+    command: &str,
+    task_rel: &str,
+    task_dir: &Path,
+    ws: Option<&Workspace>,
+    stem: &str,
+) -> super::Result<Option<(StopKind, String)>> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let attempt = next_attempt(&logs, stem);
     let log = logs.join(format!("{stem}-{attempt}.log"));
     run.progress.event(
-        "verify_started",
+        &format!("{what}_started"),
         json!({"task": task_rel, "command": command, "log": log}),
-        || format!("▶ {task_rel}: verify `{command}`"),
+        || format!("▶ {task_rel}: {what} `{command}`"),
     );
     let mut env = vec![(
         "AUTOMATON_TASK_DIR".to_string(),
         task_dir.display().to_string(),
     )];
     env.extend(workspace_env(ws));
+    env.extend(port_env(run, task_rel));
     let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
     let spec = AgentSpec {
         command,
@@ -357,7 +401,7 @@ pub fn run_verify(
         AgentEnd::Exited(_) => Some((
             StopKind::VerifyFailed,
             format!(
-                "verify command `{command}` failed ({}); see {rel_log}",
+                "{what} command `{command}` failed ({}); see {rel_log}",
                 // It is the verify command that exited, not the agent.
                 outcome.end.describe().replacen("agent ", "", 1)
             ),
@@ -365,21 +409,21 @@ pub fn run_verify(
         other => Some(super::stop_for(other).map_or(
             (
                 StopKind::VerifyFailed,
-                format!("verify command `{command}`: {}", other.describe()),
+                format!("{what} command `{command}`: {}", other.describe()),
             ),
             |k| {
                 (
                     k,
-                    format!("verify command `{command}`: {}", other.describe()),
+                    format!("{what} command `{command}`: {}", other.describe()),
                 )
             },
         )),
     };
     run.progress.event(
-        "verify_finished",
+        &format!("{what}_finished"),
         json!({"task": task_rel, "ok": failed.is_none(), "log": log}),
         || match &failed {
-            None => format!("✔ {task_rel}: verify passed"),
+            None => format!("✔ {task_rel}: {what} passed"),
             Some((_, r)) => format!("✘ {task_rel}: {r}"),
         },
     );

@@ -217,6 +217,14 @@ registry! {
         Kind::Choice(&["auto", "worktree", "none"]),
         None,
         "worktree: a git worktree and branch per task, merged back; none: agents share the project tree; auto: worktree inside a git repository with a commit";
+    SetupCommand => "agent.setup",
+        AgentMd,
+        "Agent",
+        "Setup command",
+        "",
+        Kind::Text,
+        None,
+        "command run once in each new worktree (isolation: worktree) before its task's first phase, e.g. npm ci";
     ApproveBefore => "agent.approve_before",
         AgentMd,
         "Agent",
@@ -1077,6 +1085,7 @@ mod tests {
             "AUTOMATON_ATTEMPT",
             "AUTOMATON_WORKTREE",
             "AUTOMATON_BRANCH",
+            "AUTOMATON_PORT",
             // The notify command's contract.
             "AUTOMATON_EVENT",
         ];
