@@ -279,9 +279,6 @@ pub struct OrchestrateArgs {
     /// Drive this task folder (path relative to the project root)
     #[arg(long, value_name = "PATH", conflicts_with = "description")]
     pub task: Option<String>,
-    /// Agent command line (run with `sh -c`); overrides AUTOMATON_AGENT and .agent.md
-    #[arg(long, value_name = "CMD")]
-    pub agent: Option<String>,
     /// Only report, as `status` does, and create fix/review/tiebreak tasks for failed verdicts
     #[arg(long, conflicts_with_all = ["description", "task"])]
     pub manual: bool,
@@ -293,6 +290,16 @@ pub struct OrchestrateArgs {
     /// referee judges it anew (once its fix tasks are complete)
     #[arg(long, requires = "task")]
     pub referee_again: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The options of a run, shared by `orchestrate` and `continue`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct RunArgs {
+    /// Agent command line (run with `sh -c`); overrides AUTOMATON_AGENT and .agent.md
+    #[arg(long, value_name = "CMD")]
+    pub agent: Option<String>,
     /// Phases a task may run in this invocation before a human must look [default: 10]
     #[arg(long, value_name = "N")]
     pub max_iterations: Option<u32>,
@@ -330,28 +337,6 @@ pub struct ContinueArgs {
     /// Not accepted: only here to answer `continue "…"` with a pointer to `orchestrate`
     #[arg(hide = true)]
     pub description: Option<String>,
-    /// Agent command line (run with `sh -c`); overrides AUTOMATON_AGENT and .agent.md
-    #[arg(long, value_name = "CMD")]
-    pub agent: Option<String>,
-    /// Phases a task may run in this invocation before a human must look [default: 10]
-    #[arg(long, value_name = "N")]
-    pub max_iterations: Option<u32>,
-    /// Time cap for one phase, e.g. 90s, 45m, 1h [default: 1h]
-    #[arg(long, value_name = "DURATION")]
-    pub max_phase_time: Option<String>,
-    /// Time cap for the whole run [default: 24h]
-    #[arg(long, value_name = "DURATION")]
-    pub max_total_time: Option<String>,
-    /// Stop an agent whose output has not grown for this long [default: 10m]
-    #[arg(long, value_name = "DURATION")]
-    pub stall_timeout: Option<String>,
-    /// Agents running at once, across all sub-tasks and levels [default: 4]
-    #[arg(long, short = 'j', value_name = "N")]
-    pub jobs: Option<usize>,
-    /// Emit one JSON event per line on stdout (for CI)
-    #[arg(long)]
-    pub json: bool,
-    /// No progress output; the final lines and errors still print
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
 }

@@ -5,6 +5,7 @@
 
 use crate::exit;
 use crate::state::{Cause, Phase, State};
+use crate::units::thousands;
 use std::time::{Duration, Instant};
 
 /// Why a run stopped before completion; each has its own exit code.
@@ -301,8 +302,8 @@ impl Budget {
         if let Some(limit) = self.tokens.filter(|l| spent.tokens > *l) {
             return Some(format!(
                 "{} tokens spent of a {}-token budget",
-                group(spent.tokens),
-                group(limit)
+                thousands(spent.tokens),
+                thousands(limit)
             ));
         }
         if let Some(limit) = self.usd.filter(|l| spent.usd > *l) {
@@ -310,19 +311,6 @@ impl Budget {
         }
         None
     }
-}
-
-/// `1234567` as `1,234,567`.
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// What [`retry`] looks at after a failed phase attempt.

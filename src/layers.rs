@@ -11,6 +11,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("decide", 0),
     ("names", 0),
     ("agent_kind", 0),
+    ("units", 0),
     ("store", 1),
     ("process", 1),
     ("git", 1),

@@ -5,7 +5,7 @@
 //!
 //! 0. leaves, no I/O of their own beyond `fsx`: `exit` (codes), `fsx` (atomic writes),
 //!    `state` and `decide` (the pure core: artifacts → states, facts → the loop's next
-//!    action), `names` (task names), `agent_kind`;
+//!    action), `names` (task names), `agent_kind`, `units` (number formats);
 //! 1. `store`: the on-disk formats (journal, `.state`/`.stop`/`.origin`, `.state.approvals`,
 //!    `.state.inputs`, `.isolation`, lock, VRAM cache);
 //!    `process`: the one supervisor of every child process; `git`: worktrees, commits, merges;
@@ -36,6 +36,7 @@ pub mod settings;
 pub mod state;
 pub mod store;
 pub mod task;
+pub mod units;
 pub mod watch;
 
 pub use commands::Ctx;

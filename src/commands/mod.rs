@@ -101,8 +101,8 @@ pub fn main() -> ExitCode {
 fn json_mode(command: &cli::Command) -> bool {
     match command {
         cli::Command::Status(a) => a.json,
-        cli::Command::Orchestrate(a) => a.json,
-        cli::Command::Continue(a) => a.json,
+        cli::Command::Orchestrate(a) => a.run.json,
+        cli::Command::Continue(a) => a.run.json,
         cli::Command::Task(cli::TaskCommand::Create(a)) => a.json,
         cli::Command::Config(a) => a.json,
         cli::Command::Init(a) => a.json,
@@ -166,14 +166,7 @@ fn run(cli: &cli::Cli) -> Result<u8> {
 /// `continue` is `orchestrate` without a description.
 fn continue_as_orchestrate(args: &cli::ContinueArgs) -> cli::OrchestrateArgs {
     cli::OrchestrateArgs {
-        agent: args.agent.clone(),
-        max_iterations: args.max_iterations,
-        max_phase_time: args.max_phase_time.clone(),
-        max_total_time: args.max_total_time.clone(),
-        stall_timeout: args.stall_timeout.clone(),
-        jobs: args.jobs,
-        json: args.json,
-        quiet: args.quiet,
+        run: args.run.clone(),
         ..cli::OrchestrateArgs::default()
     }
 }

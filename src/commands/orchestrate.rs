@@ -19,30 +19,30 @@ use std::time::{Duration, Instant};
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
     let flags: [(Key, Option<String>, &'static str); 8] = [
-        (Key::AgentCommand, args.agent.clone(), "--agent"),
+        (Key::AgentCommand, args.run.agent.clone(), "--agent"),
         (
             Key::MaxIterations,
-            args.max_iterations.map(|n| n.to_string()),
+            args.run.max_iterations.map(|n| n.to_string()),
             "--max-iterations",
         ),
         (
             Key::MaxPhaseTime,
-            args.max_phase_time.clone(),
+            args.run.max_phase_time.clone(),
             "--max-phase-time",
         ),
         (
             Key::MaxTotalTime,
-            args.max_total_time.clone(),
+            args.run.max_total_time.clone(),
             "--max-total-time",
         ),
         (
             Key::StallTimeout,
-            args.stall_timeout.clone(),
+            args.run.stall_timeout.clone(),
             "--stall-timeout",
         ),
-        (Key::Jobs, args.jobs.map(|n| n.to_string()), "--jobs"),
-        (Key::Isolation, args.isolation.clone(), "--isolation"),
-        (Key::Executor, args.executor.clone(), "--executor"),
+        (Key::Jobs, args.run.jobs.map(|n| n.to_string()), "--jobs"),
+        (Key::Isolation, args.run.isolation.clone(), "--isolation"),
+        (Key::Executor, args.run.executor.clone(), "--executor"),
     ];
     for (key, value, flag) in flags {
         if let Some(v) = value {
@@ -82,7 +82,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     check_agent_program(&settings, &agent_command, &ctx.project)?;
     let _lock = lock::acquire(&ctx.project)?;
     let cancel = agent::install_signal_handlers().map_err(Error::Signals)?;
-    let progress = Progress::new(args.json, args.quiet, |tty| ctx.colors(tty));
+    let progress = Progress::new(args.run.json, args.run.quiet, |tty| ctx.colors(tty));
     let limits = Limits {
         iterations: settings.count(Key::MaxIterations),
         phase: settings.duration(Key::MaxPhaseTime),

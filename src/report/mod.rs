@@ -11,6 +11,7 @@ use crate::store::isolation::IsolationRecord;
 use crate::store::journal::{self, Usage};
 use crate::task::TaskTree;
 use crate::task::fix::{FixTask, planned_fix_tasks};
+use crate::units::thousands;
 use serde::Serialize;
 use std::fmt::Write as _;
 
@@ -416,19 +417,6 @@ fn state_title(word: &str) -> &'static str {
         Some(State::Next(p)) => p.title(),
         None => "Unknown",
     }
-}
-
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// `- **Usage**: 1,234 tokens, $0.12, 8 phases (1,200 in / 34 out, 9.5s, claude-x)`, only when

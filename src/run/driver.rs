@@ -886,7 +886,7 @@ fn artifact_check(node: &TaskNode, dir: &Path, artifact: Artifact) -> ArtifactCh
 fn usage_note(rep: &super::adapter::PhaseReport) -> String {
     let mut s = String::new();
     if let Some(t) = rep.tokens() {
-        s.push_str(&format!(", {} tokens", crate::report::thousands(t)));
+        s.push_str(&format!(", {} tokens", crate::units::thousands(t)));
     }
     if let Some(c) = rep.cost_usd {
         s.push_str(&format!(", ${c:.4}"));

@@ -7,13 +7,16 @@
 //! supervisor without touching its callers.
 
 use super::progress::Progress;
+use crate::process::group::{Event, Group, Options, Output};
 use crate::settings::{Key, Settings};
 use serde_json::{Value, json};
-use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
+
+/// Between TERM and KILL for a notify command that ran past its timeout.
+const NOTIFY_KILL_GRACE: Duration = Duration::from_millis(500);
 
 /// How long the notify command may run before its process group is killed.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -106,41 +109,45 @@ pub fn run_notify(
                 .open(log)
         })
         .map_err(|e| format!("could not open {}: {e}", log.display()))?;
-    let err = out.try_clone().map_err(|e| e.to_string())?;
-    let mut child = Command::new("sh")
-        .arg("-c")
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
-        .envs(env.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(out)
-        .stderr(err)
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("`{command}` could not start: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A command that ignores its stdin may exit first: a broken pipe is not a failure.
-        let _ = stdin.write_all(payload.as_bytes());
-        let _ = stdin.write_all(b"\n");
-    }
-    let pid = child.id() as libc::pid_t;
-    let started = Instant::now();
+        .envs(env.iter().copied());
+    let stdin = format!("{payload}\n");
+    // Its own flag: a Ctrl-C of the run must not cut a notice short; the timeout does.
+    let never = AtomicBool::new(false);
+    let mut group = Group::spawn(
+        cmd,
+        Options {
+            stdin: Some(stdin.as_bytes()),
+            output: Output::Log(out),
+            cancel: &never,
+            kill_grace: NOTIFY_KILL_GRACE,
+        },
+    )
+    .map_err(|e| format!("`{command}` could not start: {e}"))?;
+    let deadline = Instant::now() + timeout;
     loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(format!("`{command}` failed ({status})")),
-            Ok(None) if started.elapsed() >= timeout => {
-                // SAFETY: kill(2) on the child's own process group, which it leads.
-                unsafe {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-                let _ = child.wait();
+        match group.wait(Some(deadline)) {
+            Ok(Event::Exited(_)) => {
+                let status = group.finish().map_err(|e| format!("`{command}`: {e}"))?;
+                return if status.success() {
+                    Ok(())
+                } else {
+                    Err(format!("`{command}` failed ({status})"))
+                };
+            }
+            Ok(Event::Woke | Event::Cancelled) if Instant::now() < deadline => {
+                let _ = group.take_fresh();
+            }
+            Ok(_) => {
+                let _ = group.stop();
                 return Err(format!(
-                    "`{command}` timed out after {}; its process group was killed",
+                    "`{command}` timed out after {}; its process group was stopped",
                     super::agent::human_duration(timeout)
                 ));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(format!("`{command}`: {e}")),
         }
     }

@@ -3,8 +3,8 @@
 //! buffer and prints it as text.
 
 use super::model::{Model, Row, StateFile, TaskInfo};
-use crate::report::thousands;
 use crate::state::{Phase, State};
+use crate::units::thousands;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
