@@ -146,13 +146,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("a/b.txt");
         write_atomic(&p, b"one").unwrap();
-        // SAFETY: umask only swaps the process mask; it is put back at once.
-        let umask = unsafe {
-            let m = libc::umask(0o022);
-            libc::umask(m);
-            m
-        };
-        let expected = 0o644 & !umask;
+        // umask can only be read by swapping it; it is put back at once.
+        let umask = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o022));
+        rustix::process::umask(umask);
+        let expected = 0o644 & !umask.bits();
         assert_eq!(
             fs::metadata(&p).unwrap().permissions().mode() & 0o777,
             expected
