@@ -122,109 +122,27 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             return Err(super::RunError::TaskGone(rel.to_string()));
         };
         let state = node.state();
-        // Done is verified, not claimed: a PASS counts once the verify command passed for this
-        // very VERDICT.md (so a retry after a failed verify verifies again).
-        let verify = match (state, run.verify_command) {
-            (_, None) => Verify::NotConfigured,
-            (State::Complete, Some(_))
-                if verdict_hash(&dir).is_some_and(|h| Some(h) != verified_hash(&dir)) =>
-            {
-                Verify::Pending
-            }
-            _ => Verify::Passed,
-        };
-        let action = next_action(&Facts {
-            state,
-            cause: node.decision.cause,
-            has_plan: matches!(node.snap.plan, Some(Ok(_))),
-            verify,
-            iterations,
-            max_iterations: run.limits.iterations,
-            awaiting_approval: node.approval.is_some(),
-            stale: !node.stale.is_empty(),
-            cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
-            step: run.step,
-            replan: !over_budget(run, node).is_empty()
-                && !dir.join(REPLANNED_FILE).exists()
-                && node
-                    .children
-                    .iter()
-                    .all(|c| tree.nodes[*c].snap.artifacts.is_empty()),
-            unplanned: node.snap.plan.is_none()
-                && node
-                    .children
-                    .iter()
-                    .any(|c| !tree.nodes[*c].state().is_terminal()),
-            frozen_changed: matches!(state, State::Next(p) if p.artifact() > Artifact::TestPlan)
-                && !crate::task::frozen::changed(&dir).is_empty(),
-            task_over_budget: run
-                .budgets
-                .task_exceeded(&dir, Default::default())
-                .is_some(),
-            run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
-            now: Instant::now(),
-            deadline: run.deadline,
-        });
+        let action = next_action(&facts(run, &dir, &tree, node, iterations));
         // `.state` follows the artifacts, except a PASS not verified yet: it never says
         // complete before the verify command passed.
         if node.snap.state_file != Some(state) && action != Action::Verify {
             write_state(&dir, state)?;
         }
         match action {
-            Action::EndRun(StopKind::TotalTimeCap) => {
-                let reason = format!(
-                    "total time cap of {} reached",
-                    super::agent::human_duration(run.limits.total)
-                );
-                return stop_task(run, rel, &dir, StopKind::TotalTimeCap, reason);
-            }
-            Action::EndRun(StopKind::RunBudget) => {
-                let what = run
-                    .budgets
-                    .run_exceeded(Default::default())
-                    .unwrap_or_default();
-                let reason = format!(
-                    "{what}; {rel} was not driven further (raise `- **Budget per run**` in \
-                     config.md, or run again: each run has its own budget)"
-                );
-                return stop_task(run, rel, &dir, StopKind::RunBudget, reason);
+            Action::EndRun(StopKind::TotalTimeCap | StopKind::RunBudget)
+            | Action::OverBudget(_)
+            | Action::Frozen
+            | Action::Stale
+            | Action::AwaitApproval(_)
+            | Action::IterationCap(_) => {
+                let (kind, reason) = stop_reason(run, rel, &dir, node, action);
+                return stop_task(run, rel, &dir, kind, reason);
             }
             Action::EndRun(kind) => return Ok(stopped(kind, "interrupted")),
-            Action::OverBudget(phase) => {
-                let what = run
-                    .budgets
-                    .task_exceeded(&dir, Default::default())
-                    .unwrap_or_default();
-                let reason = format!(
-                    "{what} ({rel}; {} would run next); raise `- **Budget per task**` in \
-                     config.md, then `automaton orchestrate --task {rel}`",
-                    phase.word()
-                );
-                return stop_task(run, rel, &dir, StopKind::TaskBudget, reason);
-            }
-            Action::Frozen => {
-                let what = crate::task::frozen::summary(&dir).unwrap_or_default();
-                let reason = frozen_reason(rel, &what);
-                return stop_task(run, rel, &dir, StopKind::Frozen, reason);
-            }
             Action::Verify => {
-                let (Some(cmd), Some(hash)) = (run.verify_command, verdict_hash(&dir)) else {
-                    unreachable!("verification is pending only with a command and a verdict")
-                };
-                // Until the command passes the task is not complete: a run cut short here
-                // (Ctrl-C, the total cap, kill -9) leaves it stopped, never complete.
-                let pending = format!(
-                    "the PASS verdict is not verified yet (the verify command did not finish); \
-                     `orchestrate --task {rel}` verifies it again"
-                );
-                write_stop(&dir, &pending)?;
-                if let Some((kind, reason)) = run_verify(run, cmd, rel, &dir, ws, "verify")? {
-                    let reason = format!("the referee said PASS, but {reason}");
-                    return stop_task(run, rel, &dir, kind, reason);
+                if let Some(stop) = verify_pass(run, rel, &dir, ws)? {
+                    return Ok(stop);
                 }
-                write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
-                clear_stop(&dir)?;
-                write_state(&dir, State::Complete)?;
             }
             Action::Complete => {
                 // A decomposed task is complete once its sub-tasks passed, but with isolation
@@ -264,38 +182,6 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                 if let Some(stop) = run_waves(run, rel, plan, ws)? {
                     return Ok(stop);
                 }
-            }
-            Action::Stale => {
-                let what = crate::task::gates::stale_summary(&node.stale).unwrap_or_default();
-                let from = crate::task::gates::rerun_phase(&node.stale).map_or("?", |p| p.word());
-                let reason = format!(
-                    "{what}; run `automaton rerun {rel} --from {from}` to build them again \
-                     (the stale artifacts are kept under logs/superseded/)"
-                );
-                return stop_task(run, rel, &dir, StopKind::Stale, reason);
-            }
-            Action::AwaitApproval(phase) => {
-                let lapsed = node
-                    .approval
-                    .as_ref()
-                    .and_then(|w| w.lapsed.as_deref())
-                    .map(|why| format!(" (the approval lapsed: {why})"))
-                    .unwrap_or_default();
-                let reason = format!(
-                    "{rel} waits for approval before {}{lapsed}; run `automaton approve {rel}` \
-                     (or `automaton reject {rel} --reason ...`)",
-                    phase.word()
-                );
-                return stop_task(run, rel, &dir, StopKind::AwaitingApproval, reason);
-            }
-            Action::IterationCap(phase) => {
-                let reason = format!(
-                    "iteration cap reached ({} phase{} in this run); next phase would be {}",
-                    run.limits.iterations,
-                    if run.limits.iterations == 1 { "" } else { "s" },
-                    phase.word()
-                );
-                return stop_task(run, rel, &dir, StopKind::IterationCap, reason);
             }
             Action::StepDone(phase) => {
                 run.progress.event(
@@ -349,6 +235,164 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             }
         }
     }
+}
+
+/// What [`next_action`] decides from: the task as read, the caps, the clock.
+fn facts(run: &Run<'_>, dir: &Path, tree: &TaskTree, node: &TaskNode, iterations: u64) -> Facts {
+    let state = node.state();
+    // Done is verified, not claimed: a PASS counts once the verify command passed for this
+    // very VERDICT.md (so a retry after a failed verify verifies again).
+    let verify = match (state, run.verify_command) {
+        (_, None) => Verify::NotConfigured,
+        (State::Complete, Some(_))
+            if verdict_hash(dir).is_some_and(|h| Some(h) != verified_hash(dir)) =>
+        {
+            Verify::Pending
+        }
+        _ => Verify::Passed,
+    };
+    Facts {
+        state,
+        cause: node.decision.cause,
+        has_plan: matches!(node.snap.plan, Some(Ok(_))),
+        verify,
+        iterations,
+        max_iterations: run.limits.iterations,
+        awaiting_approval: node.approval.is_some(),
+        stale: !node.stale.is_empty(),
+        cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
+        step: run.step,
+        replan: !over_budget(run, node).is_empty()
+            && !dir.join(REPLANNED_FILE).exists()
+            && node
+                .children
+                .iter()
+                .all(|c| tree.nodes[*c].snap.artifacts.is_empty()),
+        unplanned: node.snap.plan.is_none()
+            && node
+                .children
+                .iter()
+                .any(|c| !tree.nodes[*c].state().is_terminal()),
+        frozen_changed: matches!(state, State::Next(p) if p.artifact() > Artifact::TestPlan)
+            && !crate::task::frozen::changed(dir).is_empty(),
+        task_over_budget: run.budgets.task_exceeded(dir, Default::default()).is_some(),
+        run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
+        now: Instant::now(),
+        deadline: run.deadline,
+    }
+}
+
+/// The stop and its reason for an action that stops the task (or the run) with a message.
+fn stop_reason(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    node: &TaskNode,
+    action: Action,
+) -> (StopKind, String) {
+    match action {
+        Action::EndRun(StopKind::RunBudget) => {
+            let what = run
+                .budgets
+                .run_exceeded(Default::default())
+                .unwrap_or_default();
+            (
+                StopKind::RunBudget,
+                format!(
+                    "{what}; {rel} was not driven further (raise `- **Budget per run**` in \
+                     config.md, or run again: each run has its own budget)"
+                ),
+            )
+        }
+        Action::OverBudget(phase) => {
+            let what = run
+                .budgets
+                .task_exceeded(dir, Default::default())
+                .unwrap_or_default();
+            (
+                StopKind::TaskBudget,
+                format!(
+                    "{what} ({rel}; {} would run next); raise `- **Budget per task**` in \
+                     config.md, then `automaton orchestrate --task {rel}`",
+                    phase.word()
+                ),
+            )
+        }
+        Action::Frozen => {
+            let what = crate::task::frozen::summary(dir).unwrap_or_default();
+            (StopKind::Frozen, frozen_reason(rel, &what))
+        }
+        Action::Stale => {
+            let what = crate::task::gates::stale_summary(&node.stale).unwrap_or_default();
+            let from = crate::task::gates::rerun_phase(&node.stale).map_or("?", |p| p.word());
+            (
+                StopKind::Stale,
+                format!(
+                    "{what}; run `automaton rerun {rel} --from {from}` to build them again \
+                     (the stale artifacts are kept under logs/superseded/)"
+                ),
+            )
+        }
+        Action::AwaitApproval(phase) => {
+            let lapsed = node
+                .approval
+                .as_ref()
+                .and_then(|w| w.lapsed.as_deref())
+                .map(|why| format!(" (the approval lapsed: {why})"))
+                .unwrap_or_default();
+            (
+                StopKind::AwaitingApproval,
+                format!(
+                    "{rel} waits for approval before {}{lapsed}; run `automaton approve {rel}` \
+                     (or `automaton reject {rel} --reason ...`)",
+                    phase.word()
+                ),
+            )
+        }
+        Action::IterationCap(phase) => (
+            StopKind::IterationCap,
+            format!(
+                "iteration cap reached ({} phase{} in this run); next phase would be {}",
+                run.limits.iterations,
+                if run.limits.iterations == 1 { "" } else { "s" },
+                phase.word()
+            ),
+        ),
+        _ => (
+            StopKind::TotalTimeCap,
+            format!(
+                "total time cap of {} reached",
+                super::agent::human_duration(run.limits.total)
+            ),
+        ),
+    }
+}
+
+/// Run the verify command on a PASS verdict; the stop when it fails. Until it passes the task
+/// is not complete: a run cut short here (Ctrl-C, the total cap, kill -9) leaves it stopped,
+/// never complete.
+fn verify_pass(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    ws: Option<&Workspace>,
+) -> super::Result<Option<Outcome>> {
+    let (Some(cmd), Some(hash)) = (run.verify_command, verdict_hash(dir)) else {
+        unreachable!("verification is pending only with a command and a verdict")
+    };
+    let pending = format!(
+        "the PASS verdict is not verified yet (the verify command did not finish); \
+         `orchestrate --task {rel}` verifies it again"
+    );
+    write_stop(dir, &pending)?;
+    if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
+        let reason = format!("the referee said PASS, but {reason}");
+        return stop_task(run, rel, dir, kind, reason).map(Some);
+    }
+    write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
+    clear_stop(dir)?;
+    write_state(dir, State::Complete)?;
+    Ok(None)
 }
 
 /// The stop reason of a changed frozen acceptance file.
