@@ -24,6 +24,7 @@
 use super::{TaskView, task_view};
 use crate::state::{Phase, State};
 use crate::task::TaskTree;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 /// The colour class of a node.
@@ -144,18 +145,27 @@ fn build(tree: &TaskTree, prefix: &str) -> Graph {
             style: Style::of(tree.nodes[i].state(), v.blocked_by.is_some()),
         });
     }
-    // Planned sub-tasks with no folder yet, and the dependency edges of every plan.
-    let mut missing: Vec<(String, usize)> = Vec::new();
+    // Planned sub-tasks with no folder yet, and the dependency edges of every plan. Looked up
+    // by path through maps: a linear search per row made large trees quadratic.
+    let index: HashMap<&str, usize> = tree
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.rel.as_str(), i))
+        .collect();
+    let mut missing: HashMap<String, usize> = HashMap::new();
+    // Parent path -> its planned sub-tasks with no folder.
+    let mut planned_of: HashMap<&str, Vec<usize>> = HashMap::new();
     for node in &tree.nodes {
         let Some(Ok(plan)) = &node.snap.plan else {
             continue;
         };
         let mut index_of = |name: &str, g: &mut Graph| -> usize {
             let rel = format!("{}/subtasks/{name}", node.rel);
-            if let Some(j) = tree.find(&rel) {
-                return j;
+            if let Some(j) = index.get(rel.as_str()) {
+                return *j;
             }
-            if let Some((_, j)) = missing.iter().find(|(r, _)| *r == rel) {
+            if let Some(j) = missing.get(&rel) {
                 return *j;
             }
             let j = g.nodes.len();
@@ -173,7 +183,8 @@ fn build(tree: &TaskTree, prefix: &str) -> Graph {
                     Style::Missing
                 },
             });
-            missing.push((rel, j));
+            missing.insert(rel, j);
+            planned_of.entry(node.rel.as_str()).or_default().push(j);
             j
         };
         for row in &plan.rows {
@@ -188,17 +199,13 @@ fn build(tree: &TaskTree, prefix: &str) -> Graph {
         tree: &TaskTree,
         i: usize,
         g: &Graph,
-        missing: &[(String, usize)],
+        planned_of: &HashMap<&str, Vec<usize>>,
     ) -> Option<Cluster> {
         let node = &tree.nodes[i];
-        let planned: Vec<usize> = missing
-            .iter()
-            .filter(|(rel, _)| {
-                rel.strip_prefix(&format!("{}/subtasks/", node.rel))
-                    .is_some_and(|rest| !rest.contains('/'))
-            })
-            .map(|(_, j)| *j)
-            .collect();
+        let planned = planned_of
+            .get(node.rel.as_str())
+            .cloned()
+            .unwrap_or_default();
         if node.children.is_empty() && planned.is_empty() {
             return None;
         }
@@ -209,7 +216,7 @@ fn build(tree: &TaskTree, prefix: &str) -> Graph {
             clusters: Vec::new(),
         };
         for &child in &node.children {
-            match cluster(tree, child, g, missing) {
+            match cluster(tree, child, g, planned_of) {
                 Some(sub) => c.clusters.push(sub),
                 None => c.nodes.push(child),
             }
@@ -221,7 +228,7 @@ fn build(tree: &TaskTree, prefix: &str) -> Graph {
         if node.parent.is_some() {
             continue;
         }
-        match cluster(tree, i, &g, &missing) {
+        match cluster(tree, i, &g, &planned_of) {
             Some(c) => g.clusters.push(c),
             None => g.loose.push(i),
         }
