@@ -1,13 +1,12 @@
 //! `automaton graph`: the task DAG as Mermaid and Graphviz DOT, from a fixture tree.
 
-mod common;
-use common::Project;
+use crate::harness::{Project, Test};
 
 const DECOMP: &str = "| Sub-task | Wave | Depends on | Estimated peak context |\n|---|---|---|---|\n| a | 1 | - | 6k |\n| b | 1 | - | 6k |\n| c | 2 | a | 8k |\n| d | 3 | b, c | 8k |\n| e | 2 | b | 8k |\n";
 
 /// Every state colour: complete, human_intervention (FAIL), a building phase, a planning phase
 /// (the parent waiting on its sub-tasks), new, blocked (c, by a) and not created (e, d).
-fn fixture() -> Project {
+pub fn fixture() -> Project {
     let p = Project::new();
     p.mkdir("tasks/fresh")
         .write("tasks/done/VERDICT.md", "Verdict: PASS\n")
@@ -21,13 +20,7 @@ fn fixture() -> Project {
 }
 
 fn graph(p: &Project, args: &[&str]) -> String {
-    let out = p.cmd().arg("graph").args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    p.test().arg("graph").args(args).stdout_any().run().stdout
 }
 
 /// The id the graph gave the node whose label starts with `name` (Mermaid `id["name<br/>...`).
@@ -179,9 +172,17 @@ fn dot_is_a_balanced_digraph_with_clusters_edges_and_colours() {
 
 #[test]
 fn empty_project_is_an_empty_graph() {
-    let p = Project::new();
-    assert_eq!(graph(&p, &[]).lines().next(), Some("flowchart TD"));
-    let dot = graph(&p, &["--format", "dot"]);
+    let p = Test::new().arg("graph").stdout_any().run();
+    assert_eq!(p.stdout.lines().next(), Some("flowchart TD"));
+    assert!(!p.stdout.contains("-->"), "{}", p.stdout);
+    insta::assert_snapshot!("graph_empty_mermaid", p.stdout);
+    let dot = p
+        .test()
+        .args(["graph", "--format", "dot"])
+        .stdout_any()
+        .run()
+        .stdout;
     assert!(dot.starts_with("digraph automaton {") && dot.ends_with("}\n"));
     assert!(!dot.contains(" -> "));
+    insta::assert_snapshot!("graph_empty_dot", dot);
 }

@@ -7,6 +7,8 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::harness::PATIENCE;
+
 #[test]
 fn second_acquire_is_refused_until_the_first_is_dropped() {
     let dir = tempfile::tempdir().unwrap();
@@ -47,7 +49,7 @@ fn second_acquire_is_refused_until_the_first_is_dropped() {
     let again = loop {
         match acquire(dir.path()) {
             Ok(l) => break l,
-            Err(e) if start.elapsed() < Duration::from_secs(5) => {
+            Err(e) if start.elapsed() < PATIENCE => {
                 let _ = e;
                 thread::sleep(Duration::from_millis(20));
             }
@@ -81,10 +83,7 @@ fn lock_of_a_killed_holder_is_taken_over() {
         .unwrap_or_default()
         .contains(&expected)
     {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "holder never locked"
-        );
+        assert!(t0.elapsed() < PATIENCE, "holder never locked");
         thread::sleep(Duration::from_millis(20));
     }
 

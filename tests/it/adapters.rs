@@ -182,8 +182,20 @@ fn garbage_never_panics() {
     ];
     for g in &garbage {
         for a in [&Claude as &dyn Adapter, &Codex, &Aider, &CommandAdapter] {
-            let _ = a.parse(g);
-            let _ = a.live_line(g);
+            let r = a.parse(g);
+            // A stream parser that cannot tell success says why; aider and plain commands
+            // report nothing they did not see.
+            if matches!(a.name(), "claude" | "codex") && r.ok.is_none() {
+                assert!(r.error.is_some(), "{}: {g:.60?}: no error", a.name());
+            }
+            if a.name() == "command" {
+                assert_eq!(r, PhaseReport::default(), "{g:.60?}");
+            }
+            // Must not panic; a plain command's live line is the line itself.
+            let line = a.live_line(g);
+            if a.name() == "command" {
+                assert_eq!(&line, g);
+            }
         }
     }
     // Every prefix of every fixture, at byte (char-boundary) steps.

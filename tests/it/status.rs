@@ -1,12 +1,12 @@
 //! `automaton status`, `task create` and `config` against real folders.
 
-mod common;
-use common::Project;
-use predicates::prelude::*;
+use crate::harness::{Project, Test, task_of, walk};
 
 const DECOMP: &str = "| Sub-task | Wave | Depends on | Estimated peak context |\n|---|---|---|---|\n| a | 1 | - | 6k |\n| b | 1 | - | 6k |\n| c | 2 | a | 8k |\n";
 
-fn fixture() -> Project {
+/// Every state: each artifact stage, whitespace, PASS/FAIL/malformed verdicts, a parent with a
+/// failed, a running, an orphan and a missing sub-task, and a hidden root.
+pub fn fixture() -> Project {
     let p = Project::new();
     p.mkdir("tasks/empty")
         .write("tasks/spec-only/SPEC.md", "# Spec\n")
@@ -34,13 +34,7 @@ fn json_reports_every_state_as_designed() {
     let p = fixture();
     let doc = p.status_json();
     assert_eq!(doc["version"], 1);
-    let tasks = doc["tasks"].as_array().unwrap();
-    let get = |path: &str| {
-        tasks
-            .iter()
-            .find(|t| t["path"] == path)
-            .unwrap_or_else(|| panic!("{path}"))
-    };
+    let get = |path: &str| task_of(&doc, path);
     let expect = [
         ("tasks/empty", "new", "research"),
         ("tasks/spec-only", "design", "design"),
@@ -121,16 +115,19 @@ fn json_reports_every_state_as_designed() {
 fn text_report_has_the_seed_shape_and_changes_nothing() {
     let p = fixture();
     let before = walk(p.path());
-    p.cmd()
-        .arg("status")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("**Task: tasks/failed**\n- **Status**: Human Intervention (state `human_intervention`)\n- **Next Step**: Human decision\n- **Auto-Execute**: NO\n- **Command**:\n  > \"automaton orchestrate --manual\""))
-        .stdout(predicate::str::contains("⚠️ **HUMAN INTERVENTION REQUIRED**: referee verdict is FAIL"))
-        .stdout(predicate::str::contains("- **tasks/failed-fix-login-race** — Status: Bug Find"))
-        .stdout(predicate::str::contains("**Task: tasks/parent**\n- **Status**: Decomposition (state `decomposition`)\n- **Next Step**: Sub-tasks (waiting on b)"))
-        .stdout(predicate::str::contains("- **Sub-tasks**: PASS: 0, FAIL: 1, NEEDS_REVIEW: 0, BLOCKED: 1, PENDING: 1"))
-        .stdout(predicate::str::contains("**Task: tasks/spec-only**\n- **Status**: Research (state `design`)\n- **Next Step**: Design"));
+    let out = p.status_text();
+    for part in [
+        "**Task: tasks/failed**\n- **Status**: Human Intervention (state `human_intervention`)\n- **Next Step**: Human decision\n- **Auto-Execute**: NO\n- **Command**:\n  > \"automaton orchestrate --manual\"",
+        "⚠️ **HUMAN INTERVENTION REQUIRED**: referee verdict is FAIL",
+        "- **tasks/failed-fix-login-race** — Status: Bug Find",
+        "**Task: tasks/parent**\n- **Status**: Decomposition (state `decomposition`)\n- **Next Step**: Sub-tasks (waiting on b)",
+        "- **Sub-tasks**: PASS: 0, FAIL: 1, NEEDS_REVIEW: 0, BLOCKED: 1, PENDING: 1",
+        "**Task: tasks/spec-only**\n- **Status**: Research (state `design`)\n- **Next Step**: Design",
+    ] {
+        assert!(out.contains(part), "missing {part:?} in\n{out}");
+    }
+    // The whole report, exactly (tests/it/snapshots/).
+    insta::assert_snapshot!("status_text", out);
     assert_eq!(
         before,
         walk(p.path()),
@@ -138,37 +135,27 @@ fn text_report_has_the_seed_shape_and_changes_nothing() {
     );
 }
 
-fn walk(dir: &std::path::Path) -> Vec<(String, u64)> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let m = std::fs::symlink_metadata(e.path()).unwrap();
-        if m.is_dir() {
-            out.extend(walk(&e.path()));
-        } else {
-            out.push((e.path().display().to_string(), m.len()));
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn empty_project_and_missing_project() {
-    let p = Project::new();
-    p.cmd()
+    let p = Test::new()
         .arg("status")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("No tasks yet"));
+        .stdout("No tasks yet. Create one with:\n  > \"automaton orchestrate \\\"describe the task\\\"\"\n")
+        .run();
     assert_eq!(p.status_json()["tasks"], serde_json::json!([]));
-    assert_cmd::Command::new(env!("CARGO_BIN_EXE_automaton"))
+    Test::new()
+        .no_project_flag()
         .args(["--project", "/nonexistent/place", "status"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains(
-            "/nonexistent/place does not exist",
-        ));
-    p.cmd().arg("stauts").assert().code(2);
+        .status(1)
+        .stderr("error: project folder /nonexistent/place does not exist\n")
+        .run();
+    p.test()
+        .arg("stauts")
+        .status(2)
+        .stderr(
+            "error: unrecognized subcommand 'stauts'\n\n  tip: a similar subcommand exists: 'status'\n\n\
+             Usage: automaton [OPTIONS] <COMMAND>\n\nFor more information, try '--help'.\n",
+        )
+        .run();
 }
 
 #[test]
@@ -197,71 +184,87 @@ fn bad_input_is_a_warning_naming_the_path() {
     p.write("tasks/huge/VERDICT.md", &big);
 
     let out = p
-        .cmd()
+        .test()
         .args(["status", "--json"])
-        .timeout(std::time::Duration::from_secs(30))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    for needle in [
-        "tasks/notes.txt: stray file",
-        "tasks/badstate/.state: unknown state `finished`",
-        "tasks/binary/SPEC.md: not valid UTF-8",
-        "tasks/looped/subtasks/again: symlink loop",
-        "tasks/dangling: cannot read",
-        "name is not UTF-8",
-        "tasks/huge/VERDICT.md: 52.4 MB; only the first 1024 KiB were read",
-    ] {
-        assert!(
-            err.contains(needle),
-            "missing warning {needle:?} in:\n{err}"
-        );
-    }
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let state = |path: &str| {
-        doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|t| t["path"] == path)
-            .map(|t| t["state"].clone())
-    };
-    assert_eq!(state("tasks/huge").unwrap(), "complete");
-    assert_eq!(state("tasks/binary").unwrap(), "design");
-    assert_eq!(state("tasks/badstate").unwrap(), "new");
+        .stdout_any()
+        .stderr(
+            "warning: tasks/bad-\u{fffd}-name: name is not UTF-8; skipped\n\
+             warning: tasks/dangling: cannot read: No such file or directory (os error 2)\n\
+             warning: tasks/notes.txt: stray file, not a task folder (ignored)\n\
+             warning: tasks/badstate/.state: unknown state `finished` (ignored; the artifacts decide)\n\
+             warning: tasks/binary/SPEC.md: not valid UTF-8\n\
+             warning: tasks/huge/VERDICT.md: 52.4 MB; only the first 1024 KiB were read\n\
+             warning: tasks/looped/subtasks/again: symlink loop or second link to a task already seen; skipped\n",
+        )
+        .run();
+    let doc = out.json();
+    let state = |path: &str| task_of(&doc, path)["state"].clone();
+    assert_eq!(state("tasks/huge"), "complete");
+    assert_eq!(state("tasks/binary"), "design");
+    assert_eq!(state("tasks/badstate"), "new");
     assert_eq!(doc["warnings"].as_array().unwrap().len(), 7);
 }
 
 #[test]
 fn task_create_writes_state_and_refuses_escapes_and_duplicates() {
-    let p = Project::new();
-    p.cmd().args(["task", "create", "auth"]).assert().success();
+    let p = Test::new()
+        .args(["task", "create", "auth"])
+        .stdout("created tasks/auth (new)\n")
+        .run();
     assert_eq!(p.read("tasks/auth/.state"), "new\n");
-    p.cmd()
+    p.test()
         .args(["task", "create", "auth/subtasks/login", "--at", "bug_find"])
-        .assert()
-        .success();
+        .stdout("created tasks/auth/subtasks/login (bug_find)\n")
+        .run();
     assert_eq!(p.read("tasks/auth/subtasks/login/.state"), "bug_find\n");
     assert_eq!(p.state_of("tasks/auth/subtasks/login"), "bug_find");
-    p.cmd()
+    p.test()
         .args(["task", "create", ".automaton/tasks/deep/subtasks/x"])
-        .assert()
-        .success();
+        .stdout("created .automaton/tasks/deep/subtasks/x (new)\n")
+        .run();
     assert!(p.join(".automaton/tasks/deep/subtasks/x/.state").is_file());
-    p.cmd()
+    p.test()
         .args(["task", "create", "auth"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("tasks/auth already exists"));
-    for bad in ["../escape", "/etc/x", "tasks/../../x", "Add Auth", "a/b"] {
-        p.cmd().args(["task", "create", bad]).assert().code(1);
+        .status(1)
+        .stderr("error: task tasks/auth already exists\n")
+        .run();
+    for (bad, why) in [
+        (
+            "../escape",
+            "`../escape` must not contain `..`, `.` or empty parts",
+        ),
+        (
+            "/etc/x",
+            "`/etc/x` must be a path inside the project (relative, `/`-separated)",
+        ),
+        (
+            "tasks/../../x",
+            "`tasks/../../x` must not contain `..`, `.` or empty parts",
+        ),
+        (
+            "Add Auth",
+            "`Add Auth` is not a kebab-case task name (try `add-auth`)",
+        ),
+        (
+            "a/b",
+            "`a/b`: sub-tasks live under `<task>/subtasks/<name>`, found `b`",
+        ),
+    ] {
+        p.test()
+            .args(["task", "create", bad])
+            .status(1)
+            .stderr(format!("error: {why}\n"))
+            .run();
     }
-    p.cmd()
+    p.test()
         .args(["task", "create", "x", "--at", "done"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("unknown state `done`"));
+        .status(1)
+        .stderr(
+            "error: unknown state `done`; one of: new, decomposition, design, test_design, \
+             implement, bug_find, adversarial_bug_find, doc_review, referee, complete, \
+             human_intervention\n",
+        )
+        .run();
     assert!(!p.join("tasks/x").exists());
     // No temp files left behind by the atomic writes.
     let leftovers: Vec<_> = std::fs::read_dir(p.join("tasks/auth"))
@@ -278,23 +281,25 @@ fn task_create_writes_state_and_refuses_escapes_and_duplicates() {
 
 #[test]
 fn config_shows_origins_and_names_bad_values() {
-    let p = Project::new();
-    p.write(
-        ".automaton/config.md",
-        "# Config\n\n## Limits\n- **Max iterations**: 4\n",
-    );
-    p.cmd()
+    let p = Test::new()
+        .config("# Config\n\n## Limits\n- **Max iterations**: 4\n")
         .arg("config")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("Max iterations                 4"))
-        .stdout(predicate::str::contains(".automaton/config.md:4"))
-        .stdout(predicate::str::contains(
-            "Jobs                           4                        # default",
-        ));
-    let json: serde_json::Value =
-        serde_json::from_slice(&p.cmd().args(["config", "--json"]).output().unwrap().stdout)
-            .unwrap();
+        .stdout_any()
+        .run();
+    for part in [
+        "Max iterations                 4",
+        ".automaton/config.md:4",
+        "Jobs                           4                        # default",
+    ] {
+        assert!(p.stdout.contains(part), "missing {part:?} in\n{}", p.stdout);
+    }
+    insta::assert_snapshot!("config_with_project_value", p.stdout);
+    let json = p
+        .test()
+        .args(["config", "--json"])
+        .stdout_any()
+        .run()
+        .json();
     assert!(
         json["settings"]
             .as_array()
@@ -306,19 +311,21 @@ fn config_shows_origins_and_names_bad_values() {
         ".automaton/config.md",
         "## VRAM Configuration\n- **Headroom**: lots\n",
     );
-    p.cmd()
+    p.test()
         .arg("status")
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains(
-            "config.md:2: `Headroom`: expected a percentage",
-        ));
+        .status(1)
+        .stderr(
+            "error: [PROJECT]/.automaton/config.md:2: `Headroom`: expected a percentage like 25% \
+             (0-99%), not `lots`\n",
+        )
+        .run();
     p.write(".automaton/config.md", "## Limits\n- **Colour**: red\n");
-    p.cmd()
+    p.test()
         .arg("config")
-        .assert()
-        .success()
-        .stderr(predicate::str::contains(
-            "config.md:2: unknown key `Colour` in section `Limits`",
-        ));
+        .stdout_any()
+        .stderr(
+            "warning: [PROJECT]/.automaton/config.md:2: unknown key `Colour` in section `Limits` \
+             (ignored)\n",
+        )
+        .run();
 }
