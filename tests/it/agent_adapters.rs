@@ -3,19 +3,14 @@
 //! phase even at exit 0, usage reaches the journal and `status`, and detect-vram uses the model
 //! the agent reported. The real CLIs run in the offline tier, tests/real_agents/run.sh.
 
-mod common;
-use common::Project;
-use predicates::prelude::*;
+use crate::harness::{Project, REPO, Test, fixture_path};
 
 fn fixture(name: &str) -> String {
-    format!(
-        "{}/tests/fixtures/agents/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    )
+    fixture_path(&format!("agents/{name}"))
 }
 
 fn replay() -> String {
-    format!("sh {}/tests/agents/replay.sh", env!("CARGO_MANIFEST_DIR"))
+    format!("sh {REPO}/tests/agents/replay.sh")
 }
 
 /// A project whose .agent.md picks `kind` and the replay agent as its command.
@@ -31,15 +26,13 @@ fn project(kind: &str) -> Project {
     p
 }
 
-fn orchestrate(p: &Project, fixture_name: &str) -> assert_cmd::Command {
-    let mut c = p.cmd();
-    c.env("REPLAY_FIXTURE", fixture(fixture_name))
+fn orchestrate(p: &Project, fixture_name: &str) -> Test {
+    p.test()
+        .env("REPLAY_FIXTURE", fixture(fixture_name))
         .env("AUTOMATON_KILL_GRACE", "300ms")
         .env_remove("REPLAY_EXIT")
         .env_remove("REPLAY_WRITE")
-        .timeout(std::time::Duration::from_secs(60))
-        .arg("orchestrate");
-    c
+        .arg("orchestrate")
 }
 
 fn journal(p: &Project, task: &str) -> Vec<serde_json::Value> {
@@ -54,12 +47,19 @@ fn claude_error_result_stops_the_phase_even_at_exit_0() {
     let p = project("claude");
     orchestrate(&p, "claude-api-error.jsonl")
         .arg("add a thing")
-        .assert()
-        .code(12)
-        .stdout(predicate::str::contains(
-            "claude reported an error result: API Error: 400 scripted failure: model-error task \
-             (agent exited with status 0) during research; see tasks/add-a-thing/logs/research-1.log",
-        ));
+        .status(12)
+        .stdout(
+            "\n**Task: tasks/add-a-thing**\n\
+             - **Status**: Human Intervention (state `human_intervention`)\n\
+             - **Next Step**: Human decision\n- **Auto-Execute**: YES\n- **Command**:\n  \
+             > \"automaton orchestrate --task tasks/add-a-thing\"\n\
+             - **Usage**: 0 tokens, $0.00, 1 phase (0 in / 0 out, [ELAPSED], claude-opus-5-5)\n\n\
+             ⚠️ **HUMAN INTERVENTION REQUIRED**: claude reported an error result: API Error: 400 \
+             scripted failure: model-error task (agent exited with status 0) during research; \
+             see tasks/add-a-thing/logs/research-1.log\n",
+        )
+        .stderr_any()
+        .run();
     // The artifact was written, but the agent's own verdict wins.
     assert!(p.join("tasks/add-a-thing/SPEC.md").is_file());
     assert_eq!(p.read("tasks/add-a-thing/.state"), "human_intervention\n");
@@ -80,11 +80,10 @@ fn codex_turn_failed_stops_the_phase_even_at_exit_0() {
     let p = project("codex");
     orchestrate(&p, "codex-turn-failed.jsonl")
         .arg("add a thing")
-        .assert()
-        .code(12)
-        .stdout(predicate::str::contains(
-            "codex reported turn.failed: scripted failure: model-error task",
-        ));
+        .status(12)
+        .stdout_contains("codex reported turn.failed: scripted failure: model-error task")
+        .stderr_any()
+        .run();
 }
 
 #[test]
@@ -92,16 +91,10 @@ fn claude_usage_reaches_journal_status_and_detect_vram() {
     let p = project("claude");
     orchestrate(&p, "claude-success.jsonl")
         .arg("add a thing")
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains("with claude: `sh "))
-        .stderr(
-            predicate::str::is_match(
-                r"research → SPEC\.md \(\d+\.\ds, 8,\d{3} tokens, \$0\.0\d{3}\)",
-            )
-            .unwrap(),
-        )
-        .stdout(predicate::str::contains("- **Usage**: "));
+        .stderr_contains("with claude: `sh ")
+        .stderr_regex(r"research → SPEC\.md \(\[ELAPSED\], 8,\d{3} tokens, \$0\.0\d{3}\)")
+        .stdout_contains("- **Usage**: ")
+        .run();
     let j = journal(&p, "tasks/add-a-thing");
     assert_eq!(j.len(), 8);
     for line in &j {
@@ -134,8 +127,7 @@ fn claude_usage_reaches_journal_status_and_detect_vram() {
     assert_eq!(usage["tokens"], tokens);
     assert_eq!(usage["models"][0], "claude-opus-5-5");
     assert!(usage["cost_usd"].as_f64().unwrap() > 0.0);
-    let text = p.cmd().arg("status").output().unwrap();
-    let text = String::from_utf8_lossy(&text.stdout);
+    let text = p.status_text();
     let line = text
         .lines()
         .find(|l| l.starts_with("- **Usage**: "))
@@ -147,8 +139,13 @@ fn claude_usage_reaches_journal_status_and_detect_vram() {
         "{line}"
     );
     // The reported model and window now size the VRAM budget (no model in the settings).
-    let out = p.cmd().args(["detect-vram", "--refresh"]).output().unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = p
+        .test()
+        .args(["detect-vram", "--refresh"])
+        .stdout_any()
+        .stderr_any()
+        .run()
+        .json();
     assert_eq!(v["model"], "claude-opus-5-5", "{v:#}");
     assert_eq!(v["model_context_kb"], 1_000_000, "{v:#}");
     assert!(
@@ -165,9 +162,9 @@ fn command_adapter_records_no_usage() {
     let p = project("command");
     orchestrate(&p, "claude-success.jsonl")
         .arg("add a thing")
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("- **Usage**").not());
+        .stdout_lacks("- **Usage**")
+        .stderr_any()
+        .run();
     let j = journal(&p, "tasks/add-a-thing");
     assert_eq!(j[0]["agent"], "command");
     assert!(j[0]["tokens"].is_null());
@@ -183,16 +180,14 @@ fn default_command_line_and_flags_of_an_adapter() {
         "## Agent\n- **Agent**: codex\n- **Model**: gpt-5.5\n- **Agent flags**: --ephemeral\n",
     );
     // No codex on this PATH: the default command line runs and fails like any missing binary.
-    let mut c = orchestrate(&p, "codex-success.jsonl");
-    c.env("PATH", "/usr/bin:/bin")
+    orchestrate(&p, "codex-success.jsonl")
+        .env("PATH", "/usr/bin:/bin")
         .arg("add a thing")
-        .assert()
-        .code(12)
-        .stderr(predicate::str::contains(
+        .status(12)
+        .stderr_contains(
             "with codex: `codex exec --json --sandbox workspace-write --skip-git-repo-check - \
              --model gpt-5.5 --ephemeral`",
-        ))
-        .stdout(predicate::str::contains(
-            "agent exited with status 127 during research",
-        ));
+        )
+        .stdout_contains("agent exited with status 127 during research")
+        .run();
 }

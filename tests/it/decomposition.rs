@@ -6,9 +6,9 @@
 //! Concurrency is judged from the start/end times the agent records per phase (interval order),
 //! never from wall-clock thresholds.
 
-mod common;
-use common::{Project, process_gone, wait_for, wait_gone};
-use predicates::prelude::*;
+use crate::harness::{
+    PATIENCE, Project, Rec, SpawnGuarded, Test, process_gone, task_of, wait_for, wait_gone,
+};
 use std::collections::BTreeMap;
 
 /// The parent task every test drives: `orchestrate p` creates `tasks/p`.
@@ -53,38 +53,16 @@ const SUB_PHASES: [&str; 6] = [
 
 /// `orchestrate` with the agent log on, the parent's research writing `decomposition`, and
 /// `behavior` appended to AGENT_BEHAVIOR.
-fn run_plan(p: &Project, decomposition: &str, behavior: &str) -> assert_cmd::Command {
-    let mut c = p.orchestrate();
-    c.env("AGENT_LOG", p.join("agent.log"))
+fn run_plan(p: &Project, decomposition: &str, behavior: &str) -> Test {
+    p.orchestrate()
+        .agent_log()
         .env("AGENT_DECOMPOSITION", decomposition)
-        .env("AGENT_BEHAVIOR", format!("{behavior} p:research=decompose"));
-    c
-}
-
-/// One recorded agent run: (task, phase, start ns, end ns).
-#[derive(Debug, Clone)]
-struct Rec {
-    task: String,
-    phase: String,
-    start: u128,
-    end: u128,
+        .behavior(&format!("{behavior} p:research=decompose"))
+        .stderr_any()
 }
 
 fn records(p: &Project) -> Vec<Rec> {
-    std::fs::read_to_string(p.join("agent.log"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            assert_eq!(f.len(), 4, "bad agent log line {l:?}");
-            Rec {
-                task: f[0].to_string(),
-                phase: f[1].to_string(),
-                start: f[2].parse().unwrap(),
-                end: f[3].parse().unwrap(),
-            }
-        })
-        .collect()
+    p.records()
 }
 
 /// The [first start, last end] of a task's recorded phases.
@@ -118,18 +96,11 @@ fn phases_of(recs: &[Rec], task: &str) -> Vec<String> {
 }
 
 fn task<'a>(doc: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["path"] == path)
-        .unwrap_or_else(|| panic!("no task {path} in {doc:#}"))
+    task_of(doc, path)
 }
 
 fn status_text(p: &Project) -> String {
-    let out = p.cmd().arg("status").output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()
+    p.status_text()
 }
 
 #[test]
@@ -157,9 +128,8 @@ fn two_waves_run_in_parallel_and_wave_two_waits_for_wave_one() {
     run_plan(&p, &decomposition, "*=slow a:*=ok")
         .env("AGENT_SLEEP", "0.15")
         .args(["--jobs", "2", "p"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("ORCHESTRATION_COMPLETE"));
+        .stdout_contains("ORCHESTRATION_COMPLETE")
+        .run();
 
     let recs = records(&p);
     // The parent ran research only (it wrote SPEC.md and DECOMPOSITION.md); every sub-task ran
@@ -219,14 +189,10 @@ fn a_failed_subtask_blocks_its_dependent_while_a_sibling_completes() {
     ]);
     run_plan(&p, &decomposition, "a:referee=fail")
         .args(["--jobs", "2", "p"])
-        .assert()
-        .code(18)
-        .stdout(predicate::str::contains(
-            "PASS: 1, FAIL: 1, NEEDS_REVIEW: 0, BLOCKED: 1",
-        ))
-        .stdout(predicate::str::contains(
-            "⚠️ **HUMAN INTERVENTION REQUIRED**: sub-tasks did not all pass",
-        ));
+        .status(18)
+        .stdout_contains("PASS: 1, FAIL: 1, NEEDS_REVIEW: 0, BLOCKED: 1")
+        .stdout_contains("⚠️ **HUMAN INTERVENTION REQUIRED**: sub-tasks did not all pass")
+        .run();
     let recs = records(&p);
     assert_eq!(phases_of(&recs, &sub("a")), SUB_PHASES);
     assert_eq!(phases_of(&recs, &sub("b")), SUB_PHASES);
@@ -294,17 +260,17 @@ fn manual_mode_creates_a_fix_task_for_a_failed_subtask_once() {
     let decomposition = plan(&[("a", 1, "-", "-", "Parse"), ("b", 1, "-", "-", "Cache")]);
     run_plan(&p, &decomposition, "a:referee=fail")
         .arg("p")
-        .assert()
-        .code(18);
+        .status(18)
+        .stdout_any()
+        .run();
     assert!(
         !p.join("tasks/p-fix-a").exists(),
         "autopilot made a fix task"
     );
-    p.cmd()
+    p.test()
         .args(["orchestrate", "--manual"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("Created 1 task(s): tasks/p-fix-a"));
+        .stdout_contains("Created 1 task(s): tasks/p-fix-a")
+        .run();
     for f in ["SPEC.md", "BUG_REPORT.md", "ADVERSARIAL_BUG_REPORT.md"] {
         assert_eq!(
             p.read(&format!("tasks/p-fix-a/{f}")),
@@ -316,11 +282,10 @@ fn manual_mode_creates_a_fix_task_for_a_failed_subtask_once() {
     assert_eq!(p.state_of("tasks/p-fix-a"), "bug_find");
     assert_eq!(p.read("tasks/p-fix-a/.state"), "bug_find\n");
     let before = std::fs::read_dir(p.join("tasks")).unwrap().count();
-    p.cmd()
+    p.test()
         .args(["orchestrate", "--manual"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("Created").not());
+        .stdout_lacks("Created")
+        .run();
     assert_eq!(std::fs::read_dir(p.join("tasks")).unwrap().count(), before);
     assert_eq!(p.state_of("tasks/p-fix-a"), "bug_find");
 }
@@ -336,8 +301,9 @@ fn editing_the_decomposition_adds_and_removes_subtasks_without_losing_work() {
     ]);
     run_plan(&p, &first, "a:referee=fail")
         .arg("p")
-        .assert()
-        .code(18);
+        .status(18)
+        .stdout_any()
+        .run();
     assert!(p.join(&format!("{}/PARENT_SPEC.md", sub("idle"))).is_file());
     assert!(p.join(&format!("{}/VERDICT.md", sub("b"))).is_file());
     let ran_before = records(&p).len();
@@ -357,22 +323,20 @@ fn editing_the_decomposition_adds_and_removes_subtasks_without_losing_work() {
         serde_json::json!(["d"])
     );
 
-    let mut c = p.orchestrate();
-    c.env("AGENT_LOG", p.join("agent.log"))
-        .assert()
-        .code(18)
-        .stderr(predicate::str::contains(format!("+ {} (wave 1)", sub("d"))))
-        .stderr(predicate::str::contains(format!(
+    p.orchestrate()
+        .agent_log()
+        .status(18)
+        .stderr_contains(format!("+ {} (wave 1)", sub("d")))
+        .stderr_contains(format!(
             "- {}: no longer in DECOMPOSITION.md and never started; removed",
             sub("idle")
-        )))
-        .stderr(predicate::str::contains(format!(
+        ))
+        .stderr_contains(format!(
             "warning: {} is no longer in DECOMPOSITION.md but has work in it; kept",
             sub("b")
-        )))
-        .stdout(predicate::str::contains(
-            "PASS: 1, FAIL: 1, NEEDS_REVIEW: 0",
-        ));
+        ))
+        .stdout_contains("PASS: 1, FAIL: 1, NEEDS_REVIEW: 0")
+        .run();
     // Never-started orphan deleted; orphan with work kept, untouched.
     assert!(!p.join(&sub("idle")).exists());
     assert!(p.read(&format!("{}/VERDICT.md", sub("b"))).contains("PASS"));
@@ -399,11 +363,11 @@ fn a_dependency_cycle_is_refused_and_nothing_is_created() {
     let decomposition = plan(&[("a", 1, "b", "-", "One"), ("b", 2, "a", "-", "Two")]);
     run_plan(&p, &decomposition, "")
         .arg("p")
-        .assert()
-        .code(11)
-        .stdout(predicate::str::contains(
+        .status(11)
+        .stdout_contains(
             "⚠️ **HUMAN INTERVENTION REQUIRED**: DECOMPOSITION.md is invalid: line 5: dependency cycle: a -> b -> a",
-        ));
+        )
+        .run();
     assert_eq!(p.read(&format!("{PARENT}/.state")), "human_intervention\n");
     assert!(!p.join(&format!("{PARENT}/subtasks")).exists());
     assert_eq!(phases_of(&records(&p), PARENT), ["research"]);
@@ -429,8 +393,8 @@ fn overlapping_files_are_serialized_while_disjoint_ones_run_alongside() {
     run_plan(&p, &decomposition, "*=slow")
         .env("AGENT_SLEEP", "0.1")
         .args(["--jobs", "2", "p"])
-        .assert()
-        .code(0);
+        .stdout_any()
+        .run();
     let recs = records(&p);
     let (a, b, c) = (
         span(&recs, &sub("a")),
@@ -462,39 +426,32 @@ fn kill_9_during_a_wave_then_rerun_runs_no_completed_phase_twice() {
         .env("AGENT_DECOMPOSITION", &decomposition)
         .env("AGENT_BEHAVIOR", "p:research=decompose a:implement=hang")
         .args(["--jobs", "2", "p"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        .spawn_guarded();
     let a_dir = p.join(&sub("a"));
-    wait_for(&a_dir.join("child.pid"), 20);
+    wait_for(&a_dir.join("child.pid"));
     // Let b finish its whole lifecycle while a hangs in implement.
     let b_state = p.join(&format!("{}/.state", sub("b")));
     let start = std::time::Instant::now();
     while std::fs::read_to_string(&b_state).unwrap_or_default() != "complete\n" {
-        assert!(start.elapsed().as_secs() < 20, "b never completed");
+        assert!(start.elapsed() < PATIENCE, "b never completed");
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
     // automaton died without cleaning up: its agent lives on until the next run stops it.
-    let child: i32 = p
-        .read(&format!("{}/child.pid", sub("a")))
-        .trim()
-        .parse()
-        .unwrap();
+    let child: i32 = p.wait_pid(&format!("{}/child.pid", sub("a")));
     assert!(!process_gone(child), "the orphaned agent should still run");
     assert_eq!(p.read(&format!("{}/.state", sub("a"))), "implement\n");
 
     // The rerun (no task named: the most advanced one is the parent) finishes the wave.
-    let mut c = p.orchestrate();
-    c.env("AGENT_LOG", p.join("agent.log"))
-        .arg("--jobs")
-        .arg("2")
-        .assert()
-        .code(0);
+    p.orchestrate()
+        .agent_log()
+        .args(["--jobs", "2"])
+        .stdout_any()
+        .stderr_any()
+        .run();
     assert!(
-        wait_gone(child, 5),
+        wait_gone(child),
         "the rerun stops the agent the killed run left behind"
     );
     let recs = records(&p);
@@ -541,20 +498,20 @@ fn a_cut_short_subtask_is_filled_in_and_an_orphan_with_logs_is_kept() {
     }
     p.orchestrate()
         .args(["--task", PARENT])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains(format!(
+        .stdout_any()
+        .stderr_contains(format!(
             "+ {}: PARENT_SPEC.md and VRAM_CONFIG.md written",
             sub("x")
-        )))
-        .stderr(predicate::str::contains(format!(
+        ))
+        .stderr_contains(format!(
             "- {}: no longer in DECOMPOSITION.md and never started; removed",
             sub("untouched")
-        )))
-        .stderr(predicate::str::contains(format!(
+        ))
+        .stderr_contains(format!(
             "warning: {} is no longer in DECOMPOSITION.md but has work in it; kept",
             sub("tried")
-        )));
+        ))
+        .run();
     assert!(
         p.read(&format!("{}/PARENT_SPEC.md", sub("x")))
             .contains("Do the x thing")

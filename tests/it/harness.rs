@@ -88,6 +88,20 @@ impl Project {
         std::fs::read_to_string(self.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
     }
 
+    /// Wait for a pid file (written by a scripted agent) to hold a pid, and return it.
+    pub fn wait_pid(&self, rel: &str) -> i32 {
+        let start = std::time::Instant::now();
+        loop {
+            if let Ok(text) = std::fs::read_to_string(self.join(rel))
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            assert!(start.elapsed() < PATIENCE, "{rel} never held a pid");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// A new run against this project (exit 0 and empty output expected until told otherwise).
     pub fn test(&self) -> Test {
         Test::with_project(self.clone())
@@ -124,6 +138,8 @@ impl Project {
         c.env("AUTOMATON_AGENT", agent_command())
             .env("AUTOMATON_KILL_GRACE", "300ms")
             .env_remove("AGENT_BEHAVIOR")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .arg("orchestrate");
         c
     }
@@ -517,6 +533,11 @@ impl Test {
         self
     }
 
+    pub fn stderr_ends_with(mut self, part: impl Into<String>) -> Self {
+        self.stderr.push(Check::EndsWith(part.into()));
+        self
+    }
+
     pub fn stderr_regex(mut self, re: &str) -> Self {
         self.stderr
             .push(Check::Regex(regex::Regex::new(re).unwrap()));
@@ -558,6 +579,12 @@ impl Test {
             .project
             .normalize(&String::from_utf8_lossy(&out.stderr));
         let code = out.status.code();
+        if std::env::var_os("HARNESS_DUMP").is_some() {
+            eprintln!(
+                "=== automaton {:?} -> {code:?}\n--- stdout:\n{stdout}--- stderr:\n{stderr}=== end",
+                self.args
+            );
+        }
         let mut failures = Vec::new();
         if let Some(want) = self.status
             && code != Some(want)
@@ -674,4 +701,50 @@ pub fn walk(dir: &Path) -> Vec<(String, u64)> {
     }
     out.sort();
     out
+}
+
+/// A spawned automaton that is interrupted (then killed) if the test ends while it still runs,
+/// so a failing test leaves no orchestrator and no agent behind.
+pub struct Running(pub std::process::Child);
+
+pub trait SpawnGuarded {
+    fn spawn_guarded(&mut self) -> Running;
+}
+
+impl SpawnGuarded for std::process::Command {
+    fn spawn_guarded(&mut self) -> Running {
+        Running(self.spawn().expect("spawn automaton"))
+    }
+}
+
+impl std::ops::Deref for Running {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Running {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if !matches!(self.0.try_wait(), Ok(None)) {
+            return;
+        }
+        // SIGINT: automaton stops its agents' groups, then exits.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

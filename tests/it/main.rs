@@ -25,15 +25,15 @@
 mod harness;
 
 mod adapters;
-// TODO port: mod agent_adapters;
+mod agent_adapters;
 mod agent_runner;
-// TODO port: mod decomposition;
+mod decomposition;
 mod detect_vram;
 mod graph;
 mod lock;
-// TODO port: mod nesting;
-// TODO port: mod orchestrate;
-// TODO port: mod recipes;
+mod nesting;
+mod orchestrate;
+mod recipes;
 mod reports;
 mod state_table;
 mod status;

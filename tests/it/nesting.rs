@@ -1,8 +1,6 @@
 //! Decomposition inside sub-tasks: bounded depth, and one cap on running agents across levels.
 
-mod common;
-use common::Project;
-use predicates::prelude::*;
+use crate::harness::Project;
 
 const PLAN: &str =
     "| Sub-task | Wave | Depends on |\n|---|---|---|\n| x | 1 | - |\n| y | 1 | - |\n";
@@ -14,9 +12,10 @@ fn decomposition_nests_at_most_max_depth_levels() {
         .env("AGENT_BEHAVIOR", "research=decompose")
         .env("AGENT_DECOMPOSITION", PLAN)
         .arg("nest")
-        .assert()
-        .code(18)
-        .stdout(predicate::str::contains("HUMAN INTERVENTION REQUIRED"));
+        .status(18)
+        .stdout_contains("HUMAN INTERVENTION REQUIRED")
+        .stderr_any()
+        .run();
     let doc = p.status_json();
     let tasks = doc["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), 7, "1 + 2 + 4 tasks, and no deeper: {doc:#}");
@@ -45,10 +44,11 @@ fn jobs_caps_running_agents_across_levels() {
         .env("AGENT_SLEEP", "0.05")
         .env("AGENT_DECOMPOSITION", PLAN)
         .env("AGENT_DECOMPOSITION_DEEP", deep)
-        .env("AGENT_LOG", p.join("agent.log"))
+        .agent_log()
         .args(["--jobs", "2", "nest"])
-        .assert()
-        .code(0);
+        .stdout_any()
+        .stderr_any()
+        .run();
     // Every leaf (x/p, x/q, y/p, y/q) ran its lifecycle; never more than 2 agents at once.
     let log = p.read("agent.log");
     let spans: Vec<(u128, u128)> = log
@@ -74,17 +74,17 @@ fn naming_a_parent_retries_its_stopped_sub_tasks() {
         .env("AGENT_BEHAVIOR", "par:research=decompose x:implement=exit3")
         .env("AGENT_DECOMPOSITION", PLAN)
         .arg("par")
-        .assert()
-        .code(18);
+        .status(18)
+        .stdout_any()
+        .stderr_any()
+        .run();
     assert_eq!(p.state_of("tasks/par/subtasks/x"), "human_intervention");
     assert!(p.join("tasks/par/subtasks/x/.stop").is_file());
     // The agent is fixed; the command `status` shows for the parent retries x.
     p.orchestrate()
         .args(["--task", "tasks/par"])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains(
-            "↻ tasks/par/subtasks/x: retrying after: agent exited with status 3",
-        ));
+        .stdout_any()
+        .stderr_contains("↻ tasks/par/subtasks/x: retrying after: agent exited with status 3")
+        .run();
     assert_eq!(p.state_of("tasks/par"), "complete");
 }

@@ -1,9 +1,9 @@
 //! `automaton orchestrate` driving the scripted agent (tests/agents/agent.sh) through real
 //! processes: completion, every stop reason, caps, the lock, kill -9 and Ctrl-C.
 
-mod common;
-use common::{Project, process_gone, wait_for, wait_gone};
-use predicates::prelude::*;
+use crate::harness::{
+    LIFECYCLE_PHASES, Project, SpawnGuarded, Test, agent_command, process_gone, wait_for, wait_gone,
+};
 
 const LIFECYCLE: [&str; 8] = [
     "SPEC.md",
@@ -16,23 +16,85 @@ const LIFECYCLE: [&str; 8] = [
     "VERDICT.md",
 ];
 
-fn with_log(p: &Project, cmd: &mut assert_cmd::Command) {
-    cmd.env("AGENT_LOG", p.join("agent.log"));
+/// The progress lines of one task's phases from `first` on, each completing (stderr).
+fn progress(task: &str, phases: &[&str]) -> String {
+    let artifact = |ph: &str| match ph {
+        "research" => "SPEC.md",
+        "design" => "DESIGN.md",
+        "test_design" => "TEST_PLAN.md",
+        "implement" => "IMPLEMENTATION.md",
+        "bug_find" => "BUG_REPORT.md",
+        "adversarial_bug_find" => "ADVERSARIAL_BUG_REPORT.md",
+        "doc_review" => "DOC_REVIEW.md",
+        "referee" => "VERDICT.md",
+        other => panic!("{other}"),
+    };
+    phases
+        .iter()
+        .map(|ph| {
+            format!(
+                "▶ {task}: {ph} (attempt 1)\n✔ {task}: {ph} → {} ([ELAPSED])\n",
+                artifact(ph)
+            )
+        })
+        .collect()
+}
+
+/// The report of one task (stdout), as `orchestrate` prints it; `command` follows
+/// `- **Command**:` (with its leading space or newline).
+fn report(task: &str, status: &str, next: &str, command: &str) -> String {
+    format!(
+        "\n**Task: {task}**\n- **Status**: {status}\n- **Next Step**: {next}\n\
+         - **Auto-Execute**: YES\n- **Command**:{command}\n"
+    )
+}
+
+fn complete(task: &str) -> String {
+    report(
+        task,
+        "Complete (state `complete`)",
+        "None (complete)",
+        " none",
+    ) + "\nORCHESTRATION_COMPLETE\n"
+}
+
+/// The report of a task that stopped for `reason` (the next command: resume it).
+fn stopped(task: &str, reason: &str) -> String {
+    stopped_with(task, reason, &format!("orchestrate --task {task}"))
+}
+
+fn stopped_with(task: &str, reason: &str, command: &str) -> String {
+    report(
+        task,
+        "Human Intervention (state `human_intervention`)",
+        "Human decision",
+        &format!(
+            "\n  > \"automaton {command}\"\n\n\
+             ⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}"
+        ),
+    )
+}
+
+const DRIVING: &str = "automaton: driving {task} with `sh [REPO]/tests/agents/agent.sh`\n";
+
+fn driving(task: &str) -> String {
+    DRIVING.replace("{task}", task)
 }
 
 #[test]
 fn full_run_to_complete() {
     let p = Project::new();
-    let mut c = p.orchestrate();
-    with_log(&p, &mut c);
-    c.env("AGENT_PROMPT_COPY", p.join("last-prompt.md"))
+    p.orchestrate()
+        .agent_log()
+        .env("AGENT_PROMPT_COPY", p.join("last-prompt.md"))
         .arg("add user auth")
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "**Task: tasks/add-user-auth**\n- **Status**: Complete",
-        ))
-        .stdout(predicate::str::ends_with("ORCHESTRATION_COMPLETE\n"));
+        .stdout(complete("tasks/add-user-auth"))
+        .stderr(
+            driving("tasks/add-user-auth")
+                + &progress("tasks/add-user-auth", &LIFECYCLE_PHASES)
+                + "✔ tasks/add-user-auth: complete\n",
+        )
+        .run();
     for a in LIFECYCLE {
         assert!(
             !p.read(&format!("tasks/add-user-auth/{a}"))
@@ -46,20 +108,7 @@ fn full_run_to_complete() {
         p.read("tasks/add-user-auth/TASK.md")
             .contains("add user auth")
     );
-    let phases: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
-    assert_eq!(
-        phases,
-        [
-            "research",
-            "design",
-            "test_design",
-            "implement",
-            "bug_find",
-            "adversarial_bug_find",
-            "doc_review",
-            "referee"
-        ]
-    );
+    assert_eq!(p.phases_run(), LIFECYCLE_PHASES);
     // The prompt arrived on stdin, filled in: the referee names its artifact by absolute path.
     let prompt = p.read("last-prompt.md");
     assert!(
@@ -77,9 +126,9 @@ fn full_run_to_complete() {
     // Running it again is a no-op that says so.
     p.orchestrate()
         .arg("add user auth")
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("ORCHESTRATION_COMPLETE"));
+        .stdout(complete("tasks/add-user-auth"))
+        .stderr_any()
+        .run();
     assert_eq!(p.agent_runs().len(), 8);
 }
 
@@ -92,8 +141,13 @@ fn agent_contract_environment() {
         .args(["--max-iterations", "1", "--agent"])
         .arg(format!("sh {}", script.display()))
         .arg("env check")
-        .assert()
-        .code(15);
+        .status(15)
+        .stdout(stopped(
+            "tasks/env-check",
+            "iteration cap reached (1 phase in this run); next phase would be design",
+        ))
+        .stderr_any()
+        .run();
     let env = p.read("tasks/env-check/env-research.txt");
     let dir = p.join("tasks/env-check");
     for line in [
@@ -114,17 +168,28 @@ fn agent_contract_environment() {
     );
 }
 
+/// `orchestrate "stop case"` with `behavior`, which must stop with `code` and `reason`.
 fn stops(behavior: &str, extra: &[&str], code: i32, reason: &str) -> Project {
+    stops_with(
+        behavior,
+        extra,
+        code,
+        reason,
+        "orchestrate --task tasks/stop-case",
+    )
+}
+
+fn stops_with(behavior: &str, extra: &[&str], code: i32, reason: &str, next: &str) -> Project {
     let p = Project::new();
     p.orchestrate()
-        .env("AGENT_BEHAVIOR", behavior)
+        .behavior(behavior)
         .args(extra)
         .arg("stop case")
-        .assert()
-        .code(code)
-        .stdout(predicate::str::contains(format!(
-            "⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}"
-        )));
+        .status(code)
+        .stdout(stopped_with("tasks/stop-case", reason, next))
+        .stderr_contains(driving("tasks/stop-case"))
+        .stderr_ends_with(format!("✘ tasks/stop-case: {reason}\n"))
+        .run();
     assert_eq!(p.read("tasks/stop-case/.state"), "human_intervention\n");
     assert_eq!(p.state_of("tasks/stop-case"), "human_intervention");
     p
@@ -132,14 +197,25 @@ fn stops(behavior: &str, extra: &[&str], code: i32, reason: &str) -> Project {
 
 #[test]
 fn fail_verdict_stops_without_creating_fix_tasks() {
-    let p = stops("referee=fail", &[], 10, "referee verdict is FAIL");
+    let p = stops_with(
+        "referee=fail",
+        &[],
+        10,
+        "referee verdict is FAIL",
+        "orchestrate --manual",
+    );
     let tasks = p.status_json()["tasks"].as_array().unwrap().len();
     assert_eq!(tasks, 1, "autopilot never creates fix tasks");
 }
 
 #[test]
 fn empty_artifact() {
-    let p = stops("design=empty", &[], 11, "DESIGN.md is empty (design phase)");
+    let p = stops(
+        "design=empty",
+        &[],
+        11,
+        "DESIGN.md is empty (design phase); see tasks/stop-case/logs/design-1.log",
+    );
     assert!(
         p.read("tasks/stop-case/.stop")
             .contains("DESIGN.md is empty")
@@ -162,7 +238,7 @@ fn agent_exiting_non_zero() {
         "research=exit3",
         &[],
         12,
-        "agent exited with status 3 during research",
+        "agent exited with status 3 during research; see tasks/stop-case/logs/research-1.log",
     );
 }
 
@@ -172,7 +248,8 @@ fn contract_met_without_artifact() {
         "research=contract_only",
         &[],
         11,
-        "the agent printed CONTRACT_MET but did not write SPEC.md",
+        "the agent printed CONTRACT_MET but did not write SPEC.md (research phase); \
+         see tasks/stop-case/logs/research-1.log",
     );
 }
 
@@ -182,7 +259,8 @@ fn agent_that_exits_zero_without_artifact() {
         "test_design=none",
         &[],
         11,
-        "the agent exited 0 but did not write TEST_PLAN.md",
+        "the agent exited 0 but did not write TEST_PLAN.md (test_design phase); \
+         see tasks/stop-case/logs/test_design-1.log",
     );
 }
 
@@ -192,7 +270,7 @@ fn stalled_agent() {
         "research=stall",
         &["--stall-timeout", "1s"],
         14,
-        "no output for 1s (stalled) during research",
+        "no output for 1s (stalled) during research; see tasks/stop-case/logs/research-1.log",
     );
 }
 
@@ -202,19 +280,12 @@ fn hanging_agent_and_grandchild_are_killed_at_the_phase_timeout() {
         "implement=hang",
         &["--max-phase-time", "1s"],
         13,
-        "phase timed out after 1s during implement",
+        "phase timed out after 1s during implement; see tasks/stop-case/logs/implement-1.log",
     );
-    let child: i32 = p.read("tasks/stop-case/child.pid").trim().parse().unwrap();
-    let grandchild: i32 = p
-        .read("tasks/stop-case/grandchild.pid")
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(wait_gone(child, 5), "agent {child} still alive");
-    assert!(
-        wait_gone(grandchild, 5),
-        "grandchild {grandchild} still alive"
-    );
+    let child: i32 = p.wait_pid("tasks/stop-case/child.pid");
+    let grandchild: i32 = p.wait_pid("tasks/stop-case/grandchild.pid");
+    assert!(wait_gone(child), "agent {child} still alive");
+    assert!(wait_gone(grandchild), "grandchild {grandchild} still alive");
 }
 
 #[test]
@@ -223,32 +294,39 @@ fn iteration_cap_then_resume() {
         "",
         &["--max-iterations", "3"],
         15,
-        "iteration cap reached (3 phases in this run)",
+        "iteration cap reached (3 phases in this run); next phase would be implement",
     );
     assert!(p.join("tasks/stop-case/TEST_PLAN.md").is_file());
     assert!(!p.join("tasks/stop-case/IMPLEMENTATION.md").exists());
     // Naming the task again clears the recorded stop and goes on from implement.
     p.orchestrate()
         .args(["--task", "tasks/stop-case"])
-        .assert()
-        .code(0);
+        .stdout(complete("tasks/stop-case"))
+        .stderr_any()
+        .run();
     assert_eq!(p.read("tasks/stop-case/.state"), "complete\n");
     assert!(!p.join("tasks/stop-case/.stop").exists());
 }
 
 #[test]
 fn total_time_cap() {
-    let p = Project::new();
-    p.orchestrate()
-        .env("AGENT_BEHAVIOR", "*=slow")
+    let p = Test::new()
+        .project()
+        .orchestrate()
+        .behavior("*=slow")
         .env("AGENT_SLEEP", "0.4")
         .args(["--max-total-time", "1s", "slow one"])
-        .assert()
-        .code(16)
-        .stdout(predicate::str::contains("HUMAN INTERVENTION REQUIRED"));
+        .status(16)
+        .stdout_contains("HUMAN INTERVENTION REQUIRED")
+        .stderr_any()
+        .run();
     // The cap belongs to the run, not the task: the next run resumes.
     assert!(!p.join("tasks/slow-one/.stop").exists());
-    p.orchestrate().arg("slow one").assert().code(0);
+    p.orchestrate()
+        .arg("slow one")
+        .stdout(complete("tasks/slow-one"))
+        .stderr_any()
+        .run();
 }
 
 #[test]
@@ -261,11 +339,10 @@ fn verify_command_overrules_a_pass_verdict() {
     );
     p.orchestrate()
         .arg("verified")
-        .assert()
-        .code(17)
-        .stdout(predicate::str::contains(
-            "HUMAN INTERVENTION REQUIRED**: the referee said PASS, but verify command",
-        ));
+        .status(17)
+        .stdout_contains("HUMAN INTERVENTION REQUIRED**: the referee said PASS, but verify command")
+        .stderr_any()
+        .run();
     assert!(p.read("tasks/verified/VERDICT.md").contains("PASS"));
     assert_eq!(p.state_of("tasks/verified"), "human_intervention");
     assert!(p.join("tasks/verified/logs/verify-1.log").is_file());
@@ -273,8 +350,10 @@ fn verify_command_overrules_a_pass_verdict() {
     // Naming the task again does not slip the PASS through: verify runs again, and fails again.
     p.orchestrate()
         .args(["--task", "tasks/verified"])
-        .assert()
-        .code(17);
+        .status(17)
+        .stdout_any()
+        .stderr_any()
+        .run();
     assert!(p.join("tasks/verified/logs/verify-3.log").is_file());
     // Once the command passes (here: in config.md's ## Agent section), the PASS is accepted,
     // and only once: a further run does not verify again.
@@ -288,13 +367,15 @@ fn verify_command_overrules_a_pass_verdict() {
     );
     p.orchestrate()
         .args(["--task", "tasks/verified"])
-        .assert()
-        .code(0);
+        .stdout(complete("tasks/verified"))
+        .stderr_any()
+        .run();
     assert!(p.join("tasks/verified/logs/verify-4.log").is_file());
     p.orchestrate()
         .args(["--task", "tasks/verified"])
-        .assert()
-        .code(0);
+        .stdout(complete("tasks/verified"))
+        .stderr_any()
+        .run();
     assert!(!p.join("tasks/verified/logs/verify-5.log").exists());
 }
 
@@ -304,7 +385,7 @@ fn contract_met_does_not_excuse_a_failing_exit_status() {
         "research=met_exit3",
         &[],
         12,
-        "agent exited with status 3 during research",
+        "agent exited with status 3 during research; see tasks/stop-case/logs/research-1.log",
     );
 }
 
@@ -313,9 +394,12 @@ fn oversized_durations_and_a_description_for_continue_are_refused() {
     let p = Project::new();
     p.orchestrate()
         .args(["--max-phase-time", "99999999999999999999d", "x"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("expected a duration that fits"));
+        .status(1)
+        .stderr(
+            "error: flag --max-phase-time: `Max phase time`: expected a duration that fits in 64 \
+             bits of seconds, not `99999999999999999999d`\n",
+        )
+        .run();
     // The largest representable cap is fine: it means no cap.
     p.orchestrate()
         .args([
@@ -325,28 +409,37 @@ fn oversized_durations_and_a_description_for_continue_are_refused() {
             "1",
             "x",
         ])
-        .assert()
-        .code(15);
-    p.cmd()
+        .status(15)
+        .stdout_any()
+        .stderr_any()
+        .run();
+    p.test()
         .args(["continue", "new thing"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("takes no description"));
-    p.cmd()
+        .status(2)
+        .stderr(
+            "error: `continue` takes no description; to start a task: automaton orchestrate \
+             \"describe it\"\n",
+        )
+        .run();
+    p.test()
         .args(["orchestrate", "--manual", "new thing"])
-        .assert()
-        .code(2);
+        .status(2)
+        .stderr_contains("error: the argument '--manual' cannot be used with '[DESCRIPTION]'")
+        .run();
     assert!(!p.join("tasks/new-thing").exists());
 }
 
 #[test]
 fn missing_agent_command_is_a_clear_error() {
-    let p = Project::new();
-    p.cmd()
+    let p = Test::new()
         .args(["orchestrate", "x"])
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("no agent command"));
+        .status(1)
+        .stderr(
+            "error: no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, \
+             codex or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent \
+             (recipes in examples/agents/)\n",
+        )
+        .run();
     assert!(!p.join("tasks/x").exists());
 }
 
@@ -360,9 +453,12 @@ fn name_collision_is_reported_not_overwritten() {
     p.write("tasks/add-auth/SPEC.md", "keep me");
     p.orchestrate()
         .arg("add auth")
-        .assert()
-        .code(1)
-        .stderr(predicate::str::contains("tasks/add-auth already exists"));
+        .status(1)
+        .stderr(
+            "error: task tasks/add-auth already exists for another request; continue it with \
+             `automaton orchestrate --task tasks/add-auth` or describe the new task differently\n",
+        )
+        .run();
     assert_eq!(p.read("tasks/add-auth/SPEC.md"), "keep me");
 }
 
@@ -373,9 +469,15 @@ fn continue_picks_the_most_advanced_task() {
     p.write("tasks/late/SPEC.md", "x")
         .write("tasks/late/DOC_REVIEW.md", "x");
     p.write("tasks/done/VERDICT.md", "Verdict: PASS");
-    let mut c = p.orchestrate();
-    with_log(&p, &mut c);
-    c.assert().code(0);
+    p.orchestrate()
+        .agent_log()
+        .stdout(complete("tasks/late"))
+        .stderr(
+            driving("tasks/late")
+                + &progress("tasks/late", &["referee"])
+                + "✔ tasks/late: complete\n",
+        )
+        .run();
     assert_eq!(
         p.agent_runs(),
         vec![("tasks/late".to_string(), "referee".to_string())]
@@ -390,17 +492,19 @@ fn second_orchestrator_is_refused_by_the_lock() {
         .orchestrate_std()
         .env("AGENT_BEHAVIOR", "research=hang")
         .arg("locked")
-        .spawn()
-        .unwrap();
-    wait_for(&p.join("tasks/locked/child.pid"), 20);
+        .spawn_guarded();
+    wait_for(&p.join("tasks/locked/child.pid"));
     p.orchestrate()
         .arg("other task")
-        .assert()
-        .code(75)
-        .stderr(predicate::str::contains(format!(
-            "another automaton (pid {}",
+        .status(75)
+        .stderr_regex(&format!(
+            concat!(
+                r"^error: another automaton \(pid {}, started \d+s ago: .* orchestrate locked\) ",
+                r"is driving this project\n$"
+            ),
             first.id()
-        )));
+        ))
+        .run();
     assert!(!p.join("tasks/other-task").exists());
     unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
     assert_eq!(first.wait().unwrap().code(), Some(130));
@@ -413,22 +517,13 @@ fn ctrl_c_stops_the_agent_group_and_leaves_files_consistent() {
         .orchestrate_std()
         .env("AGENT_BEHAVIOR", "design=hang")
         .arg("interrupt me")
-        .spawn()
-        .unwrap();
-    wait_for(&p.join("tasks/interrupt-me/child.pid"), 20);
-    let child: i32 = p
-        .read("tasks/interrupt-me/child.pid")
-        .trim()
-        .parse()
-        .unwrap();
-    let grandchild: i32 = p
-        .read("tasks/interrupt-me/grandchild.pid")
-        .trim()
-        .parse()
-        .unwrap();
+        .spawn_guarded();
+    wait_for(&p.join("tasks/interrupt-me/child.pid"));
+    let child: i32 = p.wait_pid("tasks/interrupt-me/child.pid");
+    let grandchild: i32 = p.wait_pid("tasks/interrupt-me/grandchild.pid");
     unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
     assert_eq!(run.wait().unwrap().code(), Some(130));
-    assert!(wait_gone(child, 5) && wait_gone(grandchild, 5));
+    assert!(wait_gone(child) && wait_gone(grandchild));
     // Not a human stop: the state still names the interrupted phase, and a rerun resumes.
     assert_eq!(p.read("tasks/interrupt-me/.state"), "design\n");
     assert!(!p.join("tasks/interrupt-me/.stop").exists());
@@ -440,8 +535,9 @@ fn ctrl_c_stops_the_agent_group_and_leaves_files_consistent() {
     assert_eq!(leftovers, 0);
     p.orchestrate()
         .args(["--task", "tasks/interrupt-me"])
-        .assert()
-        .code(0);
+        .stdout(complete("tasks/interrupt-me"))
+        .stderr_any()
+        .run();
 }
 
 #[test]
@@ -452,10 +548,9 @@ fn kill_9_mid_phase_then_resume_runs_no_completed_phase_twice() {
         .env("AGENT_BEHAVIOR", "implement=hang")
         .env("AGENT_LOG", p.join("agent.log"))
         .arg("crashy")
-        .spawn()
-        .unwrap();
-    wait_for(&p.join("tasks/crashy/child.pid"), 20);
-    let child: i32 = p.read("tasks/crashy/child.pid").trim().parse().unwrap();
+        .spawn_guarded();
+    wait_for(&p.join("tasks/crashy/child.pid"));
+    let child: i32 = p.wait_pid("tasks/crashy/child.pid");
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
     // automaton died without cleaning up: its agent lives on, until the next run stops it
@@ -463,16 +558,16 @@ fn kill_9_mid_phase_then_resume_runs_no_completed_phase_twice() {
     assert!(!process_gone(child));
     let group = unsafe { libc::getpgid(child) };
     assert!(group > 0);
-    let mut c = p.orchestrate();
-    c.env("AGENT_LOG", p.join("agent.log"))
+    p.orchestrate()
+        .agent_log()
         .args(["--task", "tasks/crashy"])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains(format!(
+        .stdout(complete("tasks/crashy"))
+        .stderr_contains(format!(
             "stopped agent pid {group} that an earlier, killed run left running"
-        )));
-    assert!(wait_gone(child, 5));
-    let runs: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
+        ))
+        .run();
+    assert!(wait_gone(child));
+    let runs = p.phases_run();
     for phase in [
         "research",
         "design",
@@ -499,13 +594,13 @@ fn kill_9_mid_phase_then_resume_runs_no_completed_phase_twice() {
 #[test]
 fn json_events_for_ci() {
     let p = Project::new();
-    let out = p.orchestrate().args(["--json", "events"]).output().unwrap();
-    assert!(out.status.success());
-    let events: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
-        .collect();
+    let out = p
+        .orchestrate()
+        .args(["--json", "events"])
+        .stdout_any()
+        .stderr_any()
+        .run();
+    let events = out.json_lines();
     let kinds: Vec<&str> = events
         .iter()
         .map(|e| e["event"].as_str().unwrap())
@@ -519,19 +614,13 @@ fn json_events_for_ci() {
     );
     let stop = p
         .orchestrate()
-        .env("AGENT_BEHAVIOR", "research=exit3")
+        .behavior("research=exit3")
         .args(["--json", "broken"])
-        .output()
-        .unwrap();
-    assert_eq!(stop.status.code(), Some(12));
-    let last: serde_json::Value = serde_json::from_str(
-        String::from_utf8(stop.stdout)
-            .unwrap()
-            .lines()
-            .last()
-            .unwrap(),
-    )
-    .unwrap();
+        .status(12)
+        .stdout_any()
+        .stderr_any()
+        .run();
+    let last = stop.json_lines().pop().unwrap();
     assert_eq!(
         (
             last["event"].as_str(),
@@ -549,40 +638,36 @@ fn manual_mode_reports_and_creates_fix_tasks_once() {
         .write("tasks/auth/BUG_REPORT.md", "bugs")
         .write("tasks/auth/ADVERSARIAL_BUG_REPORT.md", "more bugs")
         .write("tasks/auth/VERDICT.md", "Verdict: FAIL\n\n## Findings\n- token-leak: tokens in logs\n\n## Tasks for Review / Tie-Breaks\n- api-shape: two readings\n");
-    p.cmd()
+    p.test()
         .args(["orchestrate", "--manual"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("- **Auto-Execute**: NO"))
-        .stdout(predicate::str::contains(
-            "**Auto-created tasks from tasks/auth**:",
-        ))
-        .stdout(predicate::str::contains(
+        .stdout_contains("- **Auto-Execute**: NO")
+        .stdout_contains("**Auto-created tasks from tasks/auth**:")
+        .stdout_contains(
             "Created 2 task(s): tasks/auth-fix-token-leak, tasks/auth-tiebreak-api-shape",
-        ))
-        .stdout(predicate::str::ends_with("ORCHESTRATION_COMPLETE\n"));
+        )
+        .stdout_ends_with("ORCHESTRATION_COMPLETE\n")
+        .run();
     assert_eq!(p.read("tasks/auth-fix-token-leak/SPEC.md"), "the spec");
     assert_eq!(p.read("tasks/auth-fix-token-leak/BUG_REPORT.md"), "bugs");
     // The copies do not advance the new task: it starts at bug_find.
     assert_eq!(p.state_of("tasks/auth-fix-token-leak"), "bug_find");
-    p.cmd()
+    p.test()
         .args(["orchestrate", "--manual"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("Created").not());
+        .stdout_lacks("Created")
+        .run();
     // Autopilot: Disabled in .agent.md is manual mode too.
     p.write(".automaton/.agent.md", "- **Autopilot**: Disabled\n");
-    p.cmd()
+    p.test()
         .arg("orchestrate")
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains("Auto-Execute**: NO"));
+        .stdout_contains("Auto-Execute**: NO")
+        .run();
     // Driving the fix task: bug_find must rewrite BUG_REPORT.md; then it goes on.
     p.write(".automaton/.agent.md", "- **Autopilot**: Enabled\n");
     p.orchestrate()
         .args(["--task", "tasks/auth-fix-token-leak"])
-        .assert()
-        .code(0);
+        .stdout(complete("tasks/auth-fix-token-leak"))
+        .stderr_any()
+        .run();
     assert_ne!(p.read("tasks/auth-fix-token-leak/BUG_REPORT.md"), "bugs");
 }
 
@@ -592,27 +677,19 @@ fn colour_follows_the_flag_and_no_color() {
     let out = p
         .orchestrate()
         .args(["research only", "--max-iterations", "1"])
-        .output()
-        .unwrap();
-    assert!(
-        !String::from_utf8_lossy(&out.stderr).contains('\x1b'),
-        "no colour off a terminal"
-    );
-    let mut c = p.orchestrate();
-    c.args(["--task", "tasks/research-only", "--max-iterations", "1"]);
-    let args: Vec<_> = c.get_args().map(|a| a.to_owned()).collect();
-    let mut always = assert_cmd::Command::new(env!("CARGO_BIN_EXE_automaton"));
-    always
-        .args(["--color", "always"])
-        .args(&args)
-        .env("HOME", p.home.path())
-        .env("AUTOMATON_AGENT", common::agent_command());
-    let out = always.output().unwrap();
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("\x1b[32m✔"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .status(15)
+        .stdout_any()
+        .stderr_lacks("\x1b")
+        .run();
+    assert!(!out.stderr.is_empty());
+    p.test()
+        .args(["--color", "always", "orchestrate"])
+        .env("AUTOMATON_AGENT", agent_command())
+        .args(["--task", "tasks/research-only", "--max-iterations", "1"])
+        .status(15)
+        .stdout_any()
+        .stderr_contains("\x1b[32m✔")
+        .run();
 }
 
 #[test]
@@ -627,9 +704,11 @@ fn continue_skips_sub_tasks_of_a_parent_that_needs_a_human() {
         .mkdir("tasks/p/subtasks/c")
         .write("tasks/p-fix-a/SPEC.md", "x")
         .write("tasks/p-fix-a/DOC_REVIEW.md", "x");
-    let mut c = p.orchestrate();
-    with_log(&p, &mut c);
-    c.assert().code(0);
+    p.orchestrate()
+        .agent_log()
+        .stdout(complete("tasks/p-fix-a"))
+        .stderr_any()
+        .run();
     assert_eq!(
         p.agent_runs(),
         vec![("tasks/p-fix-a".to_string(), "referee".to_string())]
@@ -644,8 +723,8 @@ fn an_interrupted_verify_leaves_the_pass_unaccepted() {
         ".automaton/.agent.md",
         "## Agent\n- **Verify command**: test -e \"$AUTOMATON_TASK_DIR/VERDICT.md\" && { touch \"$AUTOMATON_TASK_DIR/verifying\"; sleep 30; }; true\n",
     );
-    let mut run = p.orchestrate_std().arg("slow verify").spawn().unwrap();
-    wait_for(&p.join("tasks/slow-verify/verifying"), 30);
+    let mut run = p.orchestrate_std().arg("slow verify").spawn_guarded();
+    wait_for(&p.join("tasks/slow-verify/verifying"));
     unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
     assert_eq!(run.wait().unwrap().code(), Some(130));
     assert_eq!(p.read("tasks/slow-verify/.state"), "human_intervention\n");
@@ -660,7 +739,7 @@ fn an_interrupted_verify_leaves_the_pass_unaccepted() {
         "{task:#}"
     );
     // `continue` does not slip it through either.
-    p.orchestrate().assert().code(19);
+    p.orchestrate().status(19).stdout_any().stderr_any().run();
 }
 
 #[test]
@@ -670,31 +749,24 @@ fn a_leftover_group_whose_leader_died_is_stopped_too() {
         .orchestrate_std()
         .env("AGENT_BEHAVIOR", "research=hang")
         .arg("orphans")
-        .spawn()
-        .unwrap();
-    wait_for(&p.join("tasks/orphans/grandchild.pid"), 20);
-    let grandchild: i32 = p
-        .read("tasks/orphans/grandchild.pid")
-        .trim()
-        .parse()
-        .unwrap();
+        .spawn_guarded();
+    wait_for(&p.join("tasks/orphans/grandchild.pid"));
+    let grandchild: i32 = p.wait_pid("tasks/orphans/grandchild.pid");
     let group = unsafe { libc::getpgid(grandchild) };
     assert!(group > 0);
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
     // Only the group's leader dies (as when a wrapper script is killed); its children live on.
     unsafe { libc::kill(group, libc::SIGKILL) };
-    assert!(wait_gone(group, 5));
+    assert!(wait_gone(group));
     assert!(!process_gone(grandchild));
     p.orchestrate()
         .args(["--task", "tasks/orphans"])
-        .assert()
-        .code(0)
-        .stderr(predicate::str::contains(
-            "that an earlier, killed run left running",
-        ));
+        .stdout(complete("tasks/orphans"))
+        .stderr_contains("that an earlier, killed run left running")
+        .run();
     assert!(
-        wait_gone(grandchild, 5),
+        wait_gone(grandchild),
         "the leftover group member must be stopped"
     );
 }

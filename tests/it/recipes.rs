@@ -2,8 +2,7 @@
 //! a stand-in CLI on *_BIN that records how it was called and writes the artifact. (The real
 //! Claude Code, Codex and aider CLIs run in the offline tier, tests/real_agents/run.sh.)
 
-mod common;
-use common::Project;
+use crate::harness::{Project, REPO};
 
 /// A stand-in CLI: records its arguments and stdin per phase, writes the artifact.
 const FAKE_CLI: &str = r#"#!/bin/sh
@@ -20,14 +19,22 @@ fn drive(recipe: &str, bin_var: &str) -> (Project, String, String) {
     p.write("fake/cli", FAKE_CLI).mkdir("out");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(p.join("fake/cli"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let recipe_path = format!("{}/examples/agents/{recipe}.sh", env!("CARGO_MANIFEST_DIR"));
+    let recipe_path = format!("{REPO}/examples/agents/{recipe}.sh");
     p.orchestrate()
         .env("AUTOMATON_AGENT", format!("sh {recipe_path}"))
         .env(bin_var, p.join("fake/cli"))
         .env("FAKE_OUT", p.join("out"))
         .arg("recipe run")
-        .assert()
-        .code(0);
+        .stdout(
+            "\n**Task: tasks/recipe-run**\n- **Status**: Complete (state `complete`)\n\
+             - **Next Step**: None (complete)\n- **Auto-Execute**: YES\n- **Command**: none\n\
+             \nORCHESTRATION_COMPLETE\n",
+        )
+        .stderr_contains(format!(
+            "automaton: driving tasks/recipe-run with `sh [REPO]/examples/agents/{recipe}.sh`\n"
+        ))
+        .stderr_contains("✔ tasks/recipe-run: complete\n")
+        .run();
     for a in ["SPEC.md", "IMPLEMENTATION.md", "VERDICT.md"] {
         assert!(
             p.join(&format!("tasks/recipe-run/{a}")).is_file(),
