@@ -259,25 +259,20 @@ fn an_acceptance_test_edited_at_implement_stops_the_task_until_approved() {
             .contains("tests/acceptance.sh"),
         "{task}"
     );
-    p.cmd()
+    p.test()
         .arg("status")
-        .assert()
-        .stdout(predicate::str::contains(
-            "- **Frozen files changed**: tests/acceptance.sh",
-        ));
+        .stdout_contains("- **Frozen files changed**: tests/acceptance.sh")
+        .run();
     // Running again without a person's word stops again.
     orchestrate(&p)
         .env("AUTOMATON_AGENT", freezing_agent())
         .args(["--task", "tasks/add-a-thing"])
         .assert()
         .code(26);
-    p.cmd()
+    p.test()
         .args(["approve", "tasks/add-a-thing"])
-        .assert()
-        .code(0)
-        .stdout(predicate::str::contains(
-            "Accepted the change to tests/acceptance.sh of tasks/add-a-thing",
-        ));
+        .stdout_contains("Accepted the change to tests/acceptance.sh of tasks/add-a-thing")
+        .run();
     let frozen: serde_json::Value =
         serde_json::from_str(&p.read("tasks/add-a-thing/.state.frozen")).unwrap();
     assert_eq!(frozen["changes"].as_array().unwrap().len(), 0);
@@ -316,12 +311,10 @@ fn a_task_token_budget_stops_a_task_whose_replayed_claude_stream_spends_more() {
     assert_eq!(b["tokens"]["spent"], 8723, "{b}");
     assert_eq!(b["tokens"]["limit"], 5000, "{b}");
     assert_eq!(b["exceeded"], true);
-    p.cmd()
+    p.test()
         .arg("status")
-        .assert()
-        .stdout(predicate::str::contains(
-            "- **Budget**: 8,723 of 5,000 tokens (exceeded",
-        ));
+        .stdout_contains("- **Budget**: 8,723 of 5,000 tokens (exceeded")
+        .run();
     // Running it again stops before any phase runs; a larger budget lets it go on.
     orchestrate_md(&p)
         .args(["--task", "tasks/add-a-thing"])

@@ -252,19 +252,15 @@ fn escaped_pipes_in_decomposition_cells() {
 
     // Errors still name the right line and cell after escaped pipes.
     let p = decomposed("| a | x \\| y \\| z | 1 | - |\n| b | p \\| q | 2 | zed |\n");
-    let out = p.cmd().arg("status").output().expect("run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains(
-            "DECOMPOSITION.md is invalid: line 6: cell `Depends on`: `b` depends on unknown sub-task `zed`"
-        ),
-        "{stdout}"
-    );
+    p.test()
+        .arg("status")
+        .stdout_contains(
+            "DECOMPOSITION.md is invalid: line 6: cell `Depends on`: `b` depends on unknown sub-task `zed`",
+        )
+        .run();
     let p = decomposed("| a | x | 1 | - |\n| b \\| c | y | 2 | a |\n");
-    let out = p.cmd().arg("status").output().expect("run");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("line 6: cell `Sub-task`: `b | c` is not a kebab-case name"),
-        "{stdout}"
-    );
+    p.test()
+        .arg("status")
+        .stdout_contains("line 6: cell `Sub-task`: `b | c` is not a kebab-case name")
+        .run();
 }
