@@ -1,0 +1,285 @@
+//! The one process supervisor (`src/process/`) against real processes: SIGTERM and SIGHUP to
+//! automaton stop the agent's whole group and leave the task resumable, the VRAM detection
+//! script is stopped the same way (TERM, grace, KILL; Ctrl-C reaches it), and a child's exit is
+//! learnt from the kernel, not from a polling tick. No timing bound here is tight: what is
+//! checked is ordering and counts.
+
+use crate::harness::{Project, process_gone, wait_for, wait_gone};
+use automaton::process::{Event, Group, Options, Output};
+use automaton::run::agent::{AgentEnd, AgentSpec, run_agent};
+use rustix::process::{Pid, Signal, kill_process};
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+fn signal(pid: u32, sig: Signal) {
+    kill_process(Pid::from_raw(pid as i32).unwrap(), sig).unwrap();
+}
+
+fn read_pid(p: &Project, rel: &str) -> i32 {
+    p.read(rel).trim().parse().unwrap()
+}
+
+/// A stop signal to automaton while an agent (and its grandchild) runs a phase: exit 130, both
+/// processes gone, the task still at the interrupted phase with nothing half-written, and a
+/// rerun completes it.
+fn stop_signal_mid_phase(sig: Signal, task: &str) {
+    let p = Project::new();
+    let run = p
+        .orchestrate_std()
+        .env("AGENT_BEHAVIOR", "design=hang")
+        .arg(task.replace('-', " "))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let dir = format!("tasks/{task}");
+    wait_for(&p.join(&format!("{dir}/grandchild.pid")));
+    wait_for(&p.join(&format!("{dir}/child.pid")));
+    let child = read_pid(&p, &format!("{dir}/child.pid"));
+    let grandchild = read_pid(&p, &format!("{dir}/grandchild.pid"));
+    assert!(!process_gone(child) && !process_gone(grandchild));
+    signal(run.id(), sig);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{sig:?}: {out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("interrupted: every agent was stopped; run `")
+            && stderr.contains(&format!(" orchestrate --task {dir}` to resume")),
+        "{stderr}"
+    );
+    assert!(wait_gone(child), "agent {child} alive after {sig:?}");
+    assert!(
+        wait_gone(grandchild),
+        "grandchild {grandchild} alive after {sig:?}"
+    );
+    assert_eq!(p.read(&format!("{dir}/.state")), "design\n");
+    assert!(!p.join(&format!("{dir}/.stop")).exists());
+    assert!(
+        !p.join(&format!("{dir}/logs/agent.pid")).exists(),
+        "a stopped agent leaves no pid file behind"
+    );
+    let tmp = std::fs::read_dir(p.join(&dir))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("tmp"))
+        .count();
+    assert_eq!(tmp, 0);
+    p.orchestrate_cmd().args(["--task", &dir]).assert().code(0);
+    assert_eq!(p.read(&format!("{dir}/.state")), "complete\n");
+}
+
+#[test]
+fn sigterm_during_a_phase_stops_the_agent_group_and_the_task_resumes() {
+    stop_signal_mid_phase(Signal::TERM, "term-me");
+}
+
+#[test]
+fn sighup_during_a_phase_stops_the_agent_group_and_the_task_resumes() {
+    stop_signal_mid_phase(Signal::HUP, "hang-up-on-me");
+}
+
+/// `automaton detect-vram` with `body` as the project's detection script.
+fn detect(p: &Project, body: &str) -> Command {
+    p.write(".automaton/scripts/vram_detect.sh", body);
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_automaton"));
+    cmd.arg("--project")
+        .arg(p.path())
+        .arg("detect-vram")
+        .arg("--refresh")
+        .env("HOME", p.home())
+        .env("AUTOMATON_HOME", p.home().join(".automaton"))
+        .env_remove("AUTOMATON_AGENT")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[test]
+fn a_detection_script_that_ignores_sigterm_is_killed_after_the_grace() {
+    let p = Project::new();
+    let out = detect(
+        &p,
+        "trap '' TERM\necho $$ > script.pid\nsleep 1000 &\necho $! > sleeper.pid\nwait\n",
+    )
+    .env("AUTOMATON_VRAM_SCRIPT_TIMEOUT", "0.5")
+    .env("AUTOMATON_KILL_GRACE", "300ms")
+    .output()
+    .unwrap();
+    // It timed out, was stopped, and detection fell through to the next probe.
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("timed out"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(json.get("recommended_kb").is_some(), "{json}");
+    // The script shrugged off TERM, so only the KILL after the grace ended it (and its child).
+    let script = read_pid(&p, "script.pid");
+    let sleeper = read_pid(&p, "sleeper.pid");
+    assert!(wait_gone(script), "script {script} alive");
+    assert!(wait_gone(sleeper), "sleeper {sleeper} alive");
+}
+
+#[test]
+fn ctrl_c_during_the_detection_script_stops_it_and_exits_130() {
+    let p = Project::new();
+    let run = detect(
+        &p,
+        "echo $$ > script.pid\nsleep 1000 &\necho $! > sleeper.pid\nwait\n",
+    )
+    .env("AUTOMATON_VRAM_SCRIPT_TIMEOUT", "600")
+    .env("AUTOMATON_KILL_GRACE", "300ms")
+    .spawn()
+    .unwrap();
+    wait_for(&p.join("sleeper.pid"));
+    let script = read_pid(&p, "script.pid");
+    let sleeper = read_pid(&p, "sleeper.pid");
+    signal(run.id(), Signal::INT);
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("interrupted"),
+        "{out:?}"
+    );
+    assert!(out.stdout.is_empty(), "no report after an interruption");
+    assert!(wait_gone(script), "script {script} alive");
+    assert!(wait_gone(sleeper), "sleeper {sleeper} alive");
+    assert!(!p.join(".automaton/.vram_cache.json").exists());
+}
+
+/// Voluntary context switches of the calling thread so far: each time it blocked.
+fn blocked_count() -> u64 {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The runner learns that the agent exited (and printed) from the kernel: an agent that runs
+/// for two seconds costs the waiting thread a handful of blocking waits, however long it runs,
+/// where a polling loop blocks once per tick (a 1–10 ms loop: 200 or more; even a 50 ms one:
+/// 40). Measured as a count, so a loaded machine cannot make it flaky.
+#[test]
+fn a_child_that_exits_is_noticed_from_the_kernel_not_a_tick() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("agent.log");
+    // The signal policy's flag, as `orchestrate` passes it: its changes come with a wake-up, so
+    // the runner needs no tick to see a stop either. (Nothing signals this test process.)
+    let cancel = automaton::process::signals::install().unwrap();
+    let spec = AgentSpec {
+        command: "echo start; sleep 2; echo end",
+        cwd: dir.path(),
+        env: &[],
+        prompt: "",
+        log_path: &log,
+        phase_timeout: Duration::from_secs(600),
+        stall_timeout: Some(Duration::from_secs(600)),
+        deadline: Some(Instant::now() + Duration::from_secs(600)),
+        cancel: &cancel,
+        contract_grace: Duration::from_secs(600),
+        kill_grace: Duration::from_secs(5),
+        on_line: None,
+        pid_file: None,
+    };
+    let before = blocked_count();
+    let out = run_agent(&spec).unwrap();
+    let blocked = blocked_count() - before;
+    assert_eq!(
+        out.end,
+        AgentEnd::Exited(automaton::run::agent::ExitStatusInfo {
+            code: Some(0),
+            signal: None
+        })
+    );
+    assert_eq!(out.last_line.as_deref(), Some("end"));
+    // Wake-ups: the spawn, the two lines, the exit, and a few for the filesystem.
+    assert!(blocked < 20, "the runner blocked {blocked} times");
+}
+
+#[test]
+fn a_process_that_left_the_group_does_not_hold_up_the_exit() {
+    // The leader starts a process in a session of its own (out of the supervisor's reach on
+    // purpose) that holds the output pipes and sleeps, then exits. The exit is noticed and
+    // the group finished while that process still sleeps: nothing waits for the pipes to close.
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = AtomicBool::new(false);
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(
+            "setsid sh -c 'echo $$ > straggler.pid; exec sleep 30' & \
+             while [ ! -s straggler.pid ]; do sleep 0.01; done; exit 0",
+        )
+        .current_dir(dir.path());
+    let mut group = Group::spawn(
+        cmd,
+        Options {
+            stdin: None,
+            output: Output::Capture { max: 1024 },
+            cancel: &cancel,
+            kill_grace: Duration::from_secs(5),
+        },
+    )
+    .unwrap();
+    let status = loop {
+        match group.wait(None).unwrap() {
+            Event::Exited(status) => break status,
+            Event::Woke => {}
+            Event::Cancelled => panic!("not cancelled"),
+        }
+    };
+    group.finish().unwrap();
+    assert!(status.success());
+    assert!(group.leftovers().is_empty());
+    let straggler: i32 = std::fs::read_to_string(dir.path().join("straggler.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // Outside the group, so the supervisor left it alone: still asleep, 30 s to go.
+    assert!(
+        !process_gone(straggler),
+        "the straggler is not the supervisor's to stop"
+    );
+    let _ = kill_process(Pid::from_raw(straggler).unwrap(), Signal::KILL);
+    assert!(wait_gone(straggler));
+}
+
+#[test]
+fn capture_keeps_stdout_and_stderr_apart_and_stops_the_group_on_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let cancel = AtomicBool::new(false);
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("sleep 1000 & echo $! > bg.pid; echo out; echo err >&2; exit 4")
+        .current_dir(dir.path());
+    let mut group = Group::spawn(
+        cmd,
+        Options {
+            stdin: None,
+            output: Output::Capture { max: 1024 },
+            cancel: &cancel,
+            kill_grace: Duration::from_secs(5),
+        },
+    )
+    .unwrap();
+    let status = loop {
+        if let Event::Exited(s) = group.wait(None).unwrap() {
+            break s;
+        }
+    };
+    assert_eq!(status.code(), Some(4));
+    // The background sleeper holds the pipes open; finishing stops it (TERM is enough).
+    assert_eq!(group.finish().unwrap().code(), Some(4));
+    let bg: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(wait_gone(bg), "background member {bg} alive");
+    let (out, err) = group.take_output();
+    assert_eq!(out, b"out\n");
+    assert_eq!(err, b"err\n");
+}
