@@ -169,6 +169,19 @@ fn full_screen(model: &mut Model, source: &mut Source, color: bool) -> Result<u8
                         if action == Action::Quit {
                             return Ok(());
                         }
+                        if action == Action::Attach
+                            && let Some(mut window) = tmux_window(model, &ui)
+                        {
+                            // Hand the terminal to tmux until the person detaches (prefix + d).
+                            ratatui::restore();
+                            let attached = window.status();
+                            terminal = ratatui::try_init()?;
+                            if let Err(e) = attached {
+                                ui.message = Some(format!("attach: cannot run tmux: {e}"));
+                            }
+                            dirty = true;
+                            continue;
+                        }
                         ui.act(model, action, page);
                         dirty = true;
                     }
@@ -192,6 +205,19 @@ fn full_screen(model: &mut Model, source: &mut Source, color: bool) -> Result<u8
     })();
     ratatui::restore();
     result.map(|()| crate::exit::OK)
+}
+
+/// The `tmux attach` command for the selected task's running window (`- **Executor**: tmux`),
+/// if it has one.
+fn tmux_window(model: &Model, ui: &Ui) -> Option<std::process::Command> {
+    let rel = ui.task(model)?.view.path.clone();
+    let tmux = crate::run::executor::tmux::Tmux::for_project(&model.project).ok()?;
+    let (window, _) = tmux.window_of(&rel)?;
+    let mut select = tmux.command();
+    let _ = select.args(["select-window", "-t", &window]).output();
+    let mut attach = tmux.command();
+    attach.args(["attach-session", "-t", &format!("={}", tmux.session)]);
+    Some(attach)
 }
 
 fn key_action(code: KeyCode, mods: KeyModifiers, log_open: bool) -> Option<Action> {

@@ -90,7 +90,7 @@ impl Ui {
         }
     }
 
-    fn task<'m>(&self, model: &'m Model) -> Option<&'m TaskInfo> {
+    pub fn task<'m>(&self, model: &'m Model) -> Option<&'m TaskInfo> {
         model.rows.get(self.selected).and_then(|r| model.info(r))
     }
 }

@@ -458,3 +458,69 @@ fn tmux_shows_a_scripted_run_as_it_progresses() {
     t.keys("q");
     t.wait_for(&["WATCH_EXIT=0"]);
 }
+
+#[test]
+fn a_attaches_to_the_tmux_window_of_the_running_phase_and_comes_back() {
+    let p = Project::new();
+    p.cmd().args(["task", "create", "feature"]).assert().code(0);
+    // The agent holds its research phase, printing a marker, until the gate opens.
+    p.write(
+        "agent.sh",
+        "cat >/dev/null\necho \"INSIDE-THE-AGENT-WINDOW $AUTOMATON_PHASE\"\n\
+         while [ \"$AUTOMATON_PHASE\" = research ] && [ ! -e \"$AUTOMATON_PROJECT/gate\" ]; do sleep 0.05; done\n\
+         case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac > \"$AUTOMATON_ARTIFACT\"\n",
+    );
+    let inner = format!("automaton-attach-test-{}", std::process::id());
+    let Some(t) = watch_in_tmux(&p, &format!("AUTOMATON_TMUX_SOCKET={inner}")) else {
+        return;
+    };
+    let kill_inner = || {
+        let _ = Command::new("tmux")
+            .args(["-L", &inner, "kill-server"])
+            .output();
+    };
+    t.wait_for(&["feature", "new"]);
+    let mut run = p.orchestrate_std();
+    run.env(
+        "AUTOMATON_AGENT",
+        format!("sh {}", quote(&p.join("agent.sh"))),
+    )
+    .env("AUTOMATON_TMUX_SOCKET", &inner)
+    .args(["--quiet", "--executor", "tmux", "--task", "tasks/feature"])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let mut child = run.spawn().unwrap();
+    t.wait_for(&["▶ research #1"]);
+    // `a` hands the terminal to tmux: the agent's own window (named after its task and
+    // phase in the inner tmux's status line) replaces watch's view.
+    t.keys("a");
+    let attached = t.wait_for(&[
+        "INSIDE-THE-AGENT-WINDOW research",
+        "tasks/feature research*",
+    ]);
+    assert!(!attached.contains("▶ research #1"), "{attached}");
+    // Detaching (what prefix + d does) gives the terminal back to watch.
+    let clients = Command::new("tmux")
+        .args(["-L", &inner, "list-clients", "-F", "#{client_tty}"])
+        .output()
+        .unwrap();
+    let clients = String::from_utf8_lossy(&clients.stdout).into_owned();
+    assert_eq!(
+        clients.lines().count(),
+        1,
+        "one attached client: {clients:?}"
+    );
+    let detached = Command::new("tmux")
+        .args(["-L", &inner, "detach-client", "-t", clients.trim()])
+        .status()
+        .unwrap();
+    assert!(detached.success());
+    t.wait_for(&["▶ research #1"]);
+    p.write("gate", "");
+    let status = child.wait().unwrap();
+    kill_inner();
+    assert_eq!(status.code(), Some(0));
+    t.wait_for(&["complete"]);
+    t.keys("q");
+    t.wait_for(&["WATCH_EXIT=0"]);
+}
