@@ -7,7 +7,7 @@
 #   decomposition        DECOMPOSITION.md (a two-row sub-task table)
 #   design               DESIGN.md
 #   test_design          TEST_PLAN.md
-#   implement            IMPLEMENTATION.md, plus a real file in the project: greeting.sh
+#   implement            IMPLEMENTATION.md, plus a real file in its working folder: greeting.sh
 #                        (it also runs greeting.sh and reports what it printed)
 #   bug_find             BUG_REPORT.md            (## Findings: No findings.)
 #   adversarial_bug_find ADVERSARIAL_BUG_REPORT.md (## Findings: one Low finding)
@@ -141,7 +141,8 @@ request=$(printf '%s' "$request" | tr '|\r' '/ ' | cut -c1-160)
 
 task_rel=${task_dir#"$project"/}
 name=$(basename "$artifact")
-greeting="$project/greeting.sh"
+# The code goes where the agent works: the project root, or its worktree with isolation.
+greeting="$(pwd)/greeting.sh"
 
 say "demo-agent: phase $phase for $task_rel"
 say "request: $request"

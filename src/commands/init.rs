@@ -122,7 +122,11 @@ pub fn init_command(flag: Option<&Path>, args: &InitArgs) -> super::Result<u8> {
 
 fn next_commands(agent: InitAgent, prefix: &str) -> Vec<String> {
     let first = if agent == InitAgent::Command {
-        format!("{prefix} orchestrate --agent 'sh {DEMO_AGENT_REL}' \"add a greeting\"")
+        // Through $AUTOMATON_PROJECT: with isolation the agent runs in a worktree, where the
+        // untracked .automaton/ folder is not.
+        format!(
+            "{prefix} orchestrate --agent 'sh \"$AUTOMATON_PROJECT/{DEMO_AGENT_REL}\"' \"add a greeting\""
+        )
     } else {
         format!("{prefix} orchestrate \"describe the first task\"")
     };
@@ -195,7 +199,7 @@ fn agent_md(agent: InitAgent) -> String {
              must write the artifact. Set `Agent command` below. To watch a whole task go\n\
              through first, the scripted demo agent (no API key, no network; it writes\n\
              greeting.sh) is in .automaton/demo-agent.sh: use the commented line below, or run\n\
-             automaton orchestrate --agent 'sh .automaton/demo-agent.sh' \"add a greeting\"\n",
+             automaton orchestrate --agent 'sh \"$AUTOMATON_PROJECT/.automaton/demo-agent.sh\"' \"add a greeting\"\n",
         ),
     };
     s.push_str(note);
@@ -206,7 +210,7 @@ fn agent_md(agent: InitAgent) -> String {
         (InitAgent::Command, None) => {
             s.push_str(&example(
                 "Agent command",
-                "sh .automaton/demo-agent.sh",
+                "sh \"$AUTOMATON_PROJECT/.automaton/demo-agent.sh\"",
                 "the demo agent; put your own command here",
             ));
         }

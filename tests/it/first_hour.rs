@@ -77,7 +77,7 @@ fn init_in_an_empty_folder_writes_commented_settings_and_never_overwrites() {
     // The next two commands, runnable from here.
     assert!(
         text.contains(
-            "Next:\n  automaton orchestrate --agent 'sh .automaton/demo-agent.sh' \"add a greeting\"\n  automaton status\n"
+            "Next:\n  automaton orchestrate --agent 'sh \"$AUTOMATON_PROJECT/.automaton/demo-agent.sh\"' \"add a greeting\"\n  automaton status\n"
         ),
         "{text}"
     );
@@ -87,7 +87,9 @@ fn init_in_an_empty_folder_writes_commented_settings_and_never_overwrites() {
         "{agent}"
     );
     assert!(
-        agent.contains("<!-- - **Agent command**: sh .automaton/demo-agent.sh"),
+        agent.contains(
+            "<!-- - **Agent command**: sh \"$AUTOMATON_PROJECT/.automaton/demo-agent.sh\""
+        ),
         "{agent}"
     );
     let config = p.read(".automaton/config.md");
@@ -248,13 +250,67 @@ fn init_then_the_demo_agent_completes_a_task() {
             "orchestrate",
             "-q",
             "--agent",
-            "sh .automaton/demo-agent.sh",
+            "sh \"$AUTOMATON_PROJECT/.automaton/demo-agent.sh\"",
             "add a greeting",
         ])
         .assert()
         .success()
         .stdout(predicate::str::contains("ORCHESTRATION_COMPLETE"));
     assert_eq!(p.state_of("tasks/add-a-greeting"), "complete");
+}
+
+/// The same first hour in a git repository with a commit: isolation is `worktree` by default,
+/// so the agent runs in a worktree, where the untracked `.automaton/` is not; the command init
+/// prints reaches the demo agent through `$AUTOMATON_PROJECT`, and its code lands on the task's
+/// branch, which `merge` brings onto the user's branch.
+#[test]
+fn init_then_the_demo_agent_completes_a_task_in_a_git_repository() {
+    let p = Project::new();
+    assert_no_project_above(p.path());
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(p.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["init", "--quiet", "-b", "main"]);
+    p.write("README.md", "# app\n");
+    git(&["add", "README.md"]);
+    git(&["commit", "--quiet", "-m", "init"]);
+    let none = bin_with(&[]);
+    bare(&p, p.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", none.path().display()))
+        .arg("init")
+        .assert()
+        .success();
+    bare(&p, p.path())
+        .args([
+            "orchestrate",
+            "-q",
+            "--agent",
+            "sh \"$AUTOMATON_PROJECT/.automaton/demo-agent.sh\"",
+            "add a greeting",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "take it with `automaton merge tasks/add-a-greeting`",
+        ));
+    assert!(
+        !p.path().join("greeting.sh").exists(),
+        "the work is on its branch"
+    );
+    bare(&p, p.path())
+        .args(["merge", "tasks/add-a-greeting"])
+        .assert()
+        .success()
+        .stdout("merged automaton/add-a-greeting into main (fast-forward)\n");
+    assert!(p.read("greeting.sh").contains("Hello"));
 }
 
 // ---- 2. project discovery ----
