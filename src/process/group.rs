@@ -234,37 +234,13 @@ impl<'a> Group<'a> {
         if let Some(status) = self.status {
             return Ok(Event::Exited(status));
         }
-        let mut timeout = if self.cancel.load(Ordering::SeqCst) {
-            Some(Duration::ZERO)
-        } else {
-            deadline.map(|d| d.saturating_duration_since(Instant::now()))
-        };
-        if !self.cancel_wakes {
-            timeout = Some(timeout.map_or(BACKSTOP, |t| t.min(BACKSTOP)));
-        }
-        let wake = if self.cancel_wakes {
-            signals::wake_fd()
-        } else {
-            None
-        };
-        let exited = {
-            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(5);
-            fds.push(PollFd::new(&self.exit_fd, PollFlags::IN));
-            for fd in self
-                .captures
+        let mut fds: Vec<BorrowedFd<'_>> = vec![self.exit_fd.as_fd()];
+        fds.extend(
+            self.captures
                 .iter()
-                .filter_map(|c| c.fd.as_ref().map(|f| f.as_fd()))
-                .chain(wake)
-            {
-                fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
-            }
-            let ts = timeout.map(timespec);
-            match poll(&mut fds, ts.as_ref()) {
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-            !fds[0].revents().is_empty()
-        };
+                .filter_map(|c| c.fd.as_ref().map(|f| f.as_fd())),
+        );
+        let exited = wait_any_readable(&fds, self.cancel, self.cancel_wakes, deadline)?[0];
         if exited && let Some(status) = self.child.try_wait()? {
             self.status = Some(status);
             return Ok(Event::Exited(status));
@@ -414,6 +390,45 @@ fn feed_stdin(mut stdin: ChildStdin, bytes: &[u8]) -> io::Result<()> {
             let _ = stdin.write_all(&bytes);
         })?;
     Ok(())
+}
+
+/// Block in poll(2) until one of `fds` is readable, the cancel flag's wake-up pipe is (when
+/// `cancel_wakes`; else a short backstop tick looks at the flag), or `deadline` passes; which
+/// of `fds` are readable. A set flag returns at once.
+pub fn wait_any_readable(
+    fds: &[BorrowedFd<'_>],
+    cancel: &AtomicBool,
+    cancel_wakes: bool,
+    deadline: Option<Instant>,
+) -> io::Result<Vec<bool>> {
+    let mut timeout = if cancel.load(Ordering::SeqCst) {
+        Some(Duration::ZERO)
+    } else {
+        deadline.map(|d| d.saturating_duration_since(Instant::now()))
+    };
+    if !cancel_wakes {
+        timeout = Some(timeout.map_or(BACKSTOP, |t| t.min(BACKSTOP)));
+    }
+    let wake = if cancel_wakes {
+        signals::wake_fd()
+    } else {
+        None
+    };
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .copied()
+        .chain(wake)
+        .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN))
+        .collect();
+    let ts = timeout.map(timespec);
+    match poll(&mut polled, ts.as_ref()) {
+        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(polled[..fds.len()]
+        .iter()
+        .map(|p| !p.revents().is_empty())
+        .collect())
 }
 
 /// Send `sig` to process group `pgid` (ESRCH, the group being gone, is not an error here).

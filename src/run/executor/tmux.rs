@@ -27,14 +27,12 @@ use rustix::process::{Pid, PidfdFlags, Signal};
 use sha2::Digest;
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// Longest wait without a wake-up source (a cancel flag that is not the signal policy's).
-const BACKSTOP: Duration = Duration::from_millis(50);
 
 /// The project's tmux server and session.
 #[derive(Debug)]
@@ -343,39 +341,13 @@ impl Running for TmuxRun<'_> {
         if let Some(status) = self.status {
             return Ok(Event::Exited(status));
         }
-        let mut timeout = if self.cancel.load(Ordering::SeqCst) {
-            Some(Duration::ZERO)
-        } else {
-            deadline.map(|d| d.saturating_duration_since(Instant::now()))
-        };
-        if !self.cancel_wakes {
-            timeout = Some(timeout.map_or(BACKSTOP, |t| t.min(BACKSTOP)));
-        }
-        let wake = if self.cancel_wakes {
-            signals::wake_fd()
-        } else {
-            None
-        };
-        {
-            let mut fds: Vec<PollFd<'_>> = Vec::with_capacity(3);
-            for fd in self
-                .exit_fd
-                .iter()
-                .map(|f| f.as_fd())
-                .chain(self.fifo.as_ref().map(|f| f.as_fd()))
-                .chain(wake)
-            {
-                fds.push(PollFd::from_borrowed_fd(fd, PollFlags::IN));
-            }
-            let ts = timeout.map(|d| rustix::event::Timespec {
-                tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-                tv_nsec: d.subsec_nanos().into(),
-            });
-            match poll(&mut fds, ts.as_ref()) {
-                Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
+        let fds: Vec<BorrowedFd<'_>> = self
+            .exit_fd
+            .iter()
+            .map(|f| f.as_fd())
+            .chain(self.fifo.as_ref().map(|f| f.as_fd()))
+            .collect();
+        group::wait_any_readable(&fds, self.cancel, self.cancel_wakes, deadline)?;
         if self.pane_gone() {
             let status = self.ended(false)?;
             return Ok(Event::Exited(status));
