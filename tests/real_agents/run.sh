@@ -176,6 +176,12 @@ enabled = false
 [features]
 plugins = false
 remote_plugin = false
+
+# The scratch folders are under /tmp, which workspace-write makes writable by default: take
+# it out, so that only the working directory (a worktree) and --add-dir are writable.
+[sandbox_workspace_write]
+exclude_slash_tmp = true
+exclude_tmpdir_env_var = true
 EOF
             ENV=("${common[@]}" CODEX_HOME="$W/codex-home" STUB_API_KEY=sk-test) ;;
         aider)
