@@ -94,9 +94,9 @@ def check_worktrees(project, task, agent, want_usage):
             print("    %s: %s %s (%s)" % (branch, commit[:10], msg, " ".join(files.split())))
     if len(spans) == 2:
         (a0, a1), (b0, b1) = spans["hello"], spans["world"]
+        t0 = min(a0, b0)
         print("    model requests: hello %.2fs..%.2fs, world %.2fs..%.2fs (from the first)"
-              % (0, a1 - min(a0, b0), b0 - min(a0, b0), b1 - min(a0, b0))
-              if a0 <= b0 else "    model requests: world first")
+              % (a0 - t0, a1 - t0, b0 - t0, b1 - t0))
         check(a0 < b1 and b0 < a1, "the two sub-tasks did not overlap: %s" % spans)
     integration = "automaton/%s" % parent
     for sub in SUBTASKS:
