@@ -17,8 +17,10 @@
 #    .automaton/.agent.md, runs `automaton orchestrate` through the whole lifecycle and checks
 #    it (tests/real_agents/check.py): every artifact written by the CLI itself, .state complete,
 #    usage in the journal (claude, codex). Extra paths: a FAIL verdict (codex, exit 10), the
-#    agent's own error signal (claude and codex against a model error, exit 12), and the
-#    examples/agents/ recipes as the agent command (claude, codex).
+#    agent's own error signal (claude and codex against a model error, exit 12), the
+#    examples/agents/ recipes as the agent command (claude, codex), and worktree isolation
+#    (claude, codex): a task split into two wave-1 sub-tasks run with --jobs 2, each in its own
+#    worktree, merged into the integration branch, the project root's checkout untouched.
 # Prints each orchestrate transcript, the per-phase journal and the total time.
 #
 # Knobs: AUTOMATON_REAL_AGENTS_CACHE (default target/real-agents-cache), REAL_AGENTS (default
@@ -139,12 +141,17 @@ new_project() {
     for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.05; done
     PORT=$(cat "$W/port" 2>/dev/null || echo 9)
     git -C "$PROJ" init -q
-    git -C "$PROJ" -c user.email=ci@example.invalid -c user.name=ci commit -q --allow-empty -m init
+    echo "# demo" >"$PROJ/README.md"
+    git -C "$PROJ" add README.md
+    git -C "$PROJ" -c user.email=ci@example.invalid -c user.name=ci commit -q -m init
 }
 
 # agent_env CLI: the environment that points the CLI at the stub (no keys of anyone's).
 agent_env() {
+    # No git identity anywhere (an empty global config): automaton's own commits must not need one.
+    : >"$W/empty-gitconfig"
     local common=(HOME="$W/home" AUTOMATON_HOME="$W/automaton-home" AUTOMATON_RETRIES=0
+        GIT_CONFIG_GLOBAL="$W/empty-gitconfig" GIT_CONFIG_NOSYSTEM=1
         PATH="$CACHE/claude/node_modules/.bin:$CACHE/codex/node_modules/.bin:$CACHE/aider-venv/bin:$PATH")
     case $1 in
         claude) ENV=("${common[@]}" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=sk-test
@@ -169,6 +176,12 @@ enabled = false
 [features]
 plugins = false
 remote_plugin = false
+
+# The scratch folders are under /tmp, which workspace-write makes writable by default: take
+# it out, so that only the working directory (a worktree) and --add-dir are writable.
+[sandbox_workspace_write]
+exclude_slash_tmp = true
+exclude_tmpdir_env_var = true
 EOF
             ENV=("${common[@]}" CODEX_HOME="$W/codex-home" STUB_API_KEY=sk-test) ;;
         aider)
@@ -183,11 +196,15 @@ EOF
 }
 
 # agent_md CLI: .automaton/.agent.md choosing the adapter: its default command line, or the
-# examples/agents/ recipe when RECIPE=1.
+# examples/agents/ recipe when RECIPE=1; `- **Isolation**: worktree` when WORKTREE=1 (else the
+# default, auto, which is worktree in these git projects too).
 agent_md() {
     {
         echo "## Agent"
         echo "- **Agent**: $1"
+        if [ "${WORKTREE:-}" = 1 ]; then
+            echo "- **Isolation**: worktree"
+        fi
         if [ "${RECIPE:-}" = 1 ]; then
             echo "- **Agent command**: sh $ROOT/examples/agents/$1.sh"
         fi
@@ -201,6 +218,8 @@ agent_md() {
 }
 
 # scenario CLI NAME DESCRIPTION EXPECTED_EXIT CHECK_MODE [--usage]
+# With WORKTREE=1: isolation on and `--jobs 2` (the stub splits a task whose name says "split"
+# into two wave-1 sub-tasks).
 scenario() {
     local cli=$1 name=$2 desc=$3 want=$4 mode=$5 extra=${6:-}
     RAN=$((RAN + 1))
@@ -209,11 +228,17 @@ scenario() {
     agent_md "$cli"
     local task
     task=tasks/$(printf '%s' "$desc" | tr '[:upper:]' '[:lower:]' | tr -cs '[:lower:][:digit:]' '-' | sed 's/^-//; s/-$//')
-    say "$cli${RECIPE:+ (examples/agents/$cli.sh)}: automaton orchestrate \"$desc\" (expect exit $want)"
+    local jobs=()
+    if [ "${WORKTREE:-}" = 1 ]; then
+        jobs=(--jobs 2)
+        extra="$extra --root $(git -C "$PROJ" rev-parse HEAD):$(git -C "$PROJ" symbolic-ref HEAD)"
+        extra="$extra --requests $W/requests.jsonl"
+    fi
+    say "$cli${RECIPE:+ (examples/agents/$cli.sh)}${WORKTREE:+ (worktrees)}: automaton orchestrate ${jobs[*]:+${jobs[*]} }\"$desc\" (expect exit $want)"
     local t0 rc=0
     t0=$(date +%s%N)
     # Bounded twice: automaton's own caps, and a hard timeout in case anything hangs.
-    timeout -k 10 330 env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" orchestrate \
+    timeout -k 10 330 env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" orchestrate "${jobs[@]}" \
         --max-phase-time 3m --stall-timeout 2m --max-total-time 5m "$desc" >"$W/transcript.txt" 2>&1 || rc=$?
     local ms=$((($(date +%s%N) - t0) / 1000000))
     sed 's/^/    | /' "$W/transcript.txt"
@@ -224,18 +249,19 @@ scenario() {
         ok=0
     fi
     if [ -f "$PROJ/$task/logs/journal.jsonl" ]; then
-        python3 "$HERE/check.py" "$mode" "$PROJ" "$task" "$cli" ${extra:+"$extra"} || ok=0
+        # shellcheck disable=SC2086 # extra is a list of flags
+        python3 "$HERE/check.py" "$mode" "$PROJ" "$task" "$cli" $extra || ok=0
     else
         echo "    FAIL: no journal at $task/logs/journal.jsonl"
         ok=0
     fi
-    if [ "$mode" = complete ]; then
+    if [ "$mode" = complete ] || [ "$mode" = worktrees ]; then
         env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" status 2>&1 |
             grep -E '^\- \*\*(Status|Usage)\*\*' | sed 's/^/    status: /' || true
     fi
     if [ "$ok" = 0 ]; then
         FAILED="$FAILED $cli:$name"
-        for f in "$PROJ/$task"/logs/*.log; do
+        for f in "$PROJ/$task"/logs/*.log "$PROJ/$task"/subtasks/*/logs/*.log; do
             [ -f "$f" ] && { echo "    --- tail of $f"; tail -n 15 "$f" | sed 's/^/    /'; }
         done
         echo "    --- stub requests: $(wc -l <"$W/requests.jsonl" 2>/dev/null || echo 0); stub stderr:"
@@ -262,12 +288,14 @@ for cli in $REAL_AGENTS; do
         claude)
             scenario_retry claude claude-lifecycle "add a greeting script" 0 complete --usage
             scenario_retry claude claude-model-error "model-error on every call" 12 agent_failed
-            RECIPE=1 scenario_retry claude claude-recipe "add a greeting script" 0 complete --usage ;;
+            RECIPE=1 scenario_retry claude claude-recipe "add a greeting script" 0 complete --usage
+            WORKTREE=1 scenario_retry claude claude-worktrees "split the greeting" 0 worktrees --usage ;;
         codex)
             scenario_retry codex codex-lifecycle "add a greeting script" 0 complete --usage
             scenario_retry codex codex-verdict-fail "greeting the referee must fail" 10 verdict_fail
             scenario_retry codex codex-model-error "model-error on every call" 12 agent_failed
-            RECIPE=1 scenario_retry codex codex-recipe "add a greeting script" 0 complete --usage ;;
+            RECIPE=1 scenario_retry codex codex-recipe "add a greeting script" 0 complete --usage
+            WORKTREE=1 scenario_retry codex codex-worktrees "split the greeting" 0 worktrees --usage ;;
         aider)
             scenario_retry aider aider-lifecycle "add a greeting script" 0 complete ;;
     esac

@@ -40,6 +40,10 @@ PHASE_RE = re.compile(r"# Phase `([a-z_]+)`")
 TASK_RE = re.compile(r"\btask `([^`\s]+)`")
 PROJECT_RE = re.compile(r"project at `([^`]+)`")
 ARTIFACT_RE = re.compile(r"## Write `([A-Z_]+\.md)` at `([^`]+)`")
+# The CLI's working directory, as it tells its model: Claude Code's environment section, Codex's
+# <environment_context>.
+CWD_RES = (re.compile(r"(?:Primary working directory|Working directory|CWD):\s*(/\S+)"),
+           re.compile(r"<cwd>\s*(/[^<\s]+)\s*</cwd>"))
 
 TITLES = {
     "SPEC.md": "Specification",
@@ -71,7 +75,8 @@ def strings(node):
 
 
 def read_prompt(req):
-    """(phase, task, project, artifact name, artifact absolute path) from automaton's prompt."""
+    """(phase, task, project, artifact name, artifact absolute path, the CLI's cwd) from
+    automaton's prompt and the CLI's own context."""
     text = "\n".join(strings(req.get("messages") or req.get("input") or []))
     found = {}
     for key, rx in (("phase", PHASE_RE), ("task", TASK_RE), ("project", PROJECT_RE)):
@@ -79,7 +84,51 @@ def read_prompt(req):
         found[key] = m.group(1) if m else None
     m = ARTIFACT_RE.search(text)
     found["name"], found["path"] = (m.group(1), m.group(2)) if m else (None, None)
+    everything = "\n".join(strings(req))
+    found["cwd"] = None
+    for rx in CWD_RES:
+        m = rx.search(everything)
+        if m:
+            found["cwd"] = m.group(1)
+            break
     return found
+
+
+def is_parent(task):
+    """A top-level task whose request asks to split: its research also plans two sub-tasks."""
+    return "split" in task and "/subtasks/" not in task
+
+
+DECOMPOSITION = (
+    "| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n"
+    "|---|---|---|---|---|---|\n"
+    "| hello | 1 | - | 4k | hello.sh | A script that prints hello |\n"
+    "| world | 1 | - | 4k | world.sh | A script that prints world |\n")
+
+
+def writes(p):
+    """The files the phase writes, as (absolute path, content): the artifact; at the research
+    of a task to split, DECOMPOSITION.md beside it; at the implement phase of a sub-task, its
+    code file `<sub-task>.sh` in the CLI's working directory (its worktree under isolation)."""
+    if not p["path"]:
+        return []
+    out = [(p["path"], artifact_text(p))]
+    task = p["task"] or ""
+    if p["phase"] == "research" and is_parent(task):
+        out.append((os.path.join(os.path.dirname(p["path"]), "DECOMPOSITION.md"), DECOMPOSITION))
+    if p["phase"] == "implement" and "/subtasks/" in task and p["cwd"]:
+        name = task.rstrip("/").rsplit("/", 1)[-1]
+        out.append((os.path.join(p["cwd"], name + ".sh"), "#!/bin/sh\necho %s\n" % name))
+    return out
+
+
+def local_path(path, p):
+    """`path` as the CLI should see it: relative to its working directory when inside it (or,
+    when the cwd is unknown, inside the project), else absolute."""
+    base = (p["cwd"] or p["project"] or "").rstrip("/")
+    if base and path.startswith(base + "/"):
+        return os.path.relpath(path, base)
+    return path
 
 
 def artifact_text(p):
@@ -129,15 +178,15 @@ def anthropic_plan(req, p):
         isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
     tools = {t.get("name") for t in req.get("tools") or [] if isinstance(t, dict)}
     if p["path"] and not answered:
-        content = artifact_text(p)
+        # One tool call per file, all in one turn (Claude Code runs parallel tool calls).
         if "Write" in tools:
-            inp = {"file_path": p["path"], "content": content}
             return [{"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": "Write",
-                     "input": inp}], "tool_use"
+                     "input": {"file_path": path, "content": content}}
+                    for path, content in writes(p)], "tool_use"
         if "Edit" in tools:  # `claude --bare`: Edit with an empty old_string creates the file
-            inp = {"file_path": p["path"], "old_string": "", "new_string": content}
             return [{"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": "Edit",
-                     "input": inp}], "tool_use"
+                     "input": {"file_path": path, "old_string": "", "new_string": content}}
+                    for path, content in writes(p)], "tool_use"
     if p["path"]:
         return [{"type": "text", "text": closing_text(p)}], "end_turn"
     return [{"type": "text", "text": "ok"}], "end_turn"  # side calls (titles, probes)
@@ -192,10 +241,7 @@ def responses_items(req, p):
         return [{"type": "message", "id": new_id("msg_"), "role": "assistant",
                  "status": "completed",
                  "content": [{"type": "output_text", "text": text, "annotations": []}]}]
-    path = p["path"]
-    if p["project"] and path.startswith(p["project"].rstrip("/") + "/"):
-        path = os.path.relpath(path, p["project"])
-    content = artifact_text(p)
+    files = [(local_path(path, p), content) for path, content in writes(p)]
     tools = {}
     for t in req.get("tools") or []:
         if isinstance(t, dict):
@@ -204,8 +250,12 @@ def responses_items(req, p):
                 tools[name] = t
     call_id = new_id("call_")
     if "apply_patch" in tools:
-        patch = ("*** Begin Patch\n*** Add File: %s\n" % path
-                 + "".join("+" + line + "\n" for line in content.rstrip("\n").split("\n"))
+        # One patch adding every file.
+        patch = ("*** Begin Patch\n"
+                 + "".join("*** Add File: %s\n" % path
+                           + "".join("+" + line + "\n"
+                                     for line in content.rstrip("\n").split("\n"))
+                           for path, content in files)
                  + "*** End Patch\n")
         if tools["apply_patch"].get("type") == "custom":
             return [{"type": "custom_tool_call", "id": new_id("ctc_"), "status": "completed",
@@ -213,8 +263,8 @@ def responses_items(req, p):
         return [{"type": "function_call", "id": new_id("fc_"), "status": "completed",
                  "call_id": call_id, "name": "apply_patch",
                  "arguments": json.dumps({"input": patch})}]
-    quoted = "'" + content.replace("'", "'\\''") + "'"
-    script = "printf %%s %s > '%s'" % (quoted, path.replace("'", "'\\''"))
+    q = lambda v: "'" + v.replace("'", "'\\''") + "'"  # noqa: E731
+    script = "; ".join("printf %%s %s > %s" % (q(content), q(path)) for path, content in files)
     for name in ("exec_command", "shell_command", "shell"):
         if name in tools:
             props = (tools[name].get("parameters") or {}).get("properties") or {}
