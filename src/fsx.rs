@@ -17,7 +17,7 @@
 //! | `logs/verified` | durable | which VERDICT.md the verify command passed |
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | durable | a sub-task's scope, written once |
-//! | `logs/agent.pid` | durable (the runner's call) | |
+//! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `logs/<phase>-<n>.prompt.md` | rebuildable | re-rendered when the phase runs again |
 //! | `.automaton/.vram_cache.json`, `.automaton/.agent_model.json` | rebuildable | caches of a probe / of the last agent's report |

@@ -268,12 +268,18 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
     let rerun_from = crate::task::gates::rerun_phase(&node.stale).map(|p| p.word());
     let awaiting = node.approval.as_ref().map(|w| w.gate.word());
     let frozen_changed = match state {
-        State::Next(p) if p.artifact() > Artifact::TestPlan => {
+        // The listing saw no `.state.frozen`: nothing is frozen, nothing to read.
+        State::Next(p) if p.artifact() > Artifact::TestPlan && node.snap.has_frozen => {
             crate::task::frozen::summary(&node.dir)
         }
         _ => None,
     };
-    let usage = journal::usage(&node.dir);
+    // No `logs/` in the listing: no journal, no usage (and no failed open per task).
+    let usage = node
+        .snap
+        .has_logs
+        .then(|| journal::usage(&node.dir))
+        .flatten();
     let budget = tree
         .budget
         .filter(|b| b.is_set())
@@ -347,7 +353,11 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         }
         _ => None,
     };
-    let isolated = crate::store::isolation::read(&node.dir);
+    let isolated = node
+        .snap
+        .has_isolation
+        .then(|| crate::store::isolation::read(&node.dir))
+        .flatten();
     let (merged, ahead) = isolated
         .as_ref()
         .map_or((None, None), |r| branch_facts(tree, i, r));

@@ -186,7 +186,16 @@ pub fn run_agent_on(
     let mut group = executor.start(spec, job)?;
     let pid = group.id();
     if let Some(pid_file) = spec.pid_file {
-        crate::fsx::write_atomic(pid_file, format!("{}\n", group.record()).as_bytes())?;
+        // A local (or tmux) agent dies with the machine, so after a power cut there is
+        // nothing for the pid file to name: rename only. A slurm job runs elsewhere and
+        // outlives this machine, so its id must survive: fsync (see `fsx`).
+        let durability = if executor.name() == "slurm" {
+            crate::fsx::Durability::Durable
+        } else {
+            crate::fsx::Durability::Rebuildable
+        };
+        let record = format!("{}\n", group.record());
+        crate::fsx::write_atomic_with(pid_file, record.as_bytes(), durability)?;
     }
 
     let mut scan = LogScan::new();

@@ -69,6 +69,18 @@ impl StatKey {
         }
     }
 
+    /// The key of a `stat` result (the same fields as [`StatKey::of`]). The field types of
+    /// `struct stat` differ between targets, hence the casts.
+    #[allow(clippy::unnecessary_cast)]
+    pub fn of_stat(st: &rustix::fs::Stat) -> StatKey {
+        StatKey {
+            size: st.st_size as u64,
+            mtime_ns: (st.st_mtime as i64).saturating_mul(1_000_000_000) + st.st_mtime_nsec as i64,
+            ctime_ns: (st.st_ctime as i64).saturating_mul(1_000_000_000) + st.st_ctime_nsec as i64,
+            ino: st.st_ino as u64,
+        }
+    }
+
     /// Whether the file changed too close to `time` for its key to be trusted.
     fn racy(&self, time: i64) -> bool {
         self.mtime_ns >= time.saturating_sub(RACY_NS)
@@ -276,6 +288,9 @@ pub struct TaskCache<'a> {
     index_time: i64,
     now: i64,
     tally: &'a mut Tally,
+    /// The task folder, open: files are stat'ed relative to it (one path component to walk
+    /// instead of the whole absolute path).
+    at: Option<rustix::fs::Dir>,
 }
 
 impl<'a> TaskCache<'a> {
@@ -288,6 +303,7 @@ impl<'a> TaskCache<'a> {
             index_time: 0,
             now: 0,
             tally,
+            at: None,
         }
     }
 
@@ -299,20 +315,39 @@ impl<'a> TaskCache<'a> {
             index_time: index.map_or(0, |i| i.written_ns),
             now,
             tally,
+            at: None,
         }
+    }
+
+    /// Whether the reader stats files through this cache (and so wants the folder open).
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Stat the files of `path`'s folder relative to `dir` (that folder, open), from now on.
+    pub fn set_dir(&mut self, dir: rustix::fs::Dir) {
+        self.at = Some(dir);
+    }
+
+    /// The key of a regular file, following symlinks (as `fs::metadata`).
+    fn stat(&self, path: &Path) -> Option<StatKey> {
+        if let (Some(Ok(at)), Some(name)) = (self.at.as_ref().map(|d| d.fd()), path.file_name()) {
+            let st = rustix::fs::statat(at, name, rustix::fs::AtFlags::empty()).ok()?;
+            let is_file = rustix::fs::FileType::from_raw_mode(st.st_mode)
+                == rustix::fs::FileType::RegularFile;
+            return is_file.then(|| StatKey::of_stat(&st));
+        }
+        let m = std::fs::metadata(path).ok()?;
+        m.is_file().then(|| StatKey::of(&m))
     }
 
     fn lookup(&mut self, id: u8, path: &Path) -> (Option<StatKey>, Option<Facts<Vec<u8>>>) {
         if !self.enabled {
             return (None, None);
         }
-        let Ok(m) = std::fs::metadata(path) else {
+        let Some(key) = self.stat(path) else {
             return (None, None);
         };
-        if !m.is_file() {
-            return (None, None);
-        }
-        let key = StatKey::of(&m);
         let hit = self
             .old
             .iter()

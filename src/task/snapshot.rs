@@ -31,6 +31,13 @@ pub struct Snapshot {
     pub has_subtasks_dir: bool,
     /// Whether `.state.inputs` exists (the inputs each phase was given, for staleness).
     pub has_inputs: bool,
+    /// Whether a `logs/` entry exists (where the run journal lives); without one there is no
+    /// journal to read.
+    pub has_logs: bool,
+    /// Whether `.isolation` exists (the task's worktree record).
+    pub has_isolation: bool,
+    /// Whether `.state.frozen` exists (the frozen plan and acceptance lists).
+    pub has_frozen: bool,
 }
 
 /// FNV-1a, 64 bit: enough to tell whether an inherited copy was rewritten.
@@ -58,18 +65,29 @@ pub fn read_snapshot_with(
     cache: &mut TaskCache<'_>,
 ) -> Snapshot {
     let mut snap = Snapshot::default();
-    let entries = match fs::read_dir(dir) {
-        Ok(e) => e,
+    // The folder is opened once: listed, and (through the index) its files stat'ed relative
+    // to it.
+    let listing = rustix::fs::open(
+        dir,
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .and_then(rustix::fs::Dir::new);
+    let mut entries = match listing {
+        Ok(entries) => entries,
         Err(e) => {
+            let e = std::io::Error::from(e);
             warnings.push(format!("{rel}: cannot read folder: {e}"));
             return snap;
         }
     };
     let mut present: Vec<Artifact> = Vec::new();
     let mut control: Vec<&'static str> = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
+    while let Some(entry) = entries.read() {
+        let Ok(entry) = entry else { break };
+        let Ok(name) = entry.file_name().to_str() else {
+            continue;
+        };
         if let Some(a) = Artifact::from_file_name(name) {
             present.push(a);
         } else {
@@ -79,9 +97,15 @@ pub fn read_snapshot_with(
                 STOP_FILE => control.push(STOP_FILE),
                 SUBTASKS_DIR => snap.has_subtasks_dir = true,
                 crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
+                "logs" => snap.has_logs = true,
+                crate::store::isolation::ISOLATION_FILE => snap.has_isolation = true,
+                crate::store::frozen::FROZEN_FILE => snap.has_frozen = true,
                 _ => {}
             }
         }
+    }
+    if cache.enabled() {
+        cache.set_dir(entries);
     }
     if control.contains(&ORIGIN_FILE) {
         let path = dir.join(ORIGIN_FILE);
