@@ -95,6 +95,23 @@ pub enum Command {
     /// tmux it switches to it when it is on the same server. Detach with the tmux prefix + d:
     /// the agent keeps running
     Attach(AttachArgs),
+    /// Print a task's latest phase log (`<task>/logs/<phase>-<n>.log`), or the latest attempt
+    /// of `--phase`; with `-f`, keep printing what the agent appends until the phase ends.
+    /// Works with every executor (local, tmux, Slurm): all of them write that file
+    Logs(LogsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Task path (as `status` prints it)
+    pub task: String,
+    /// The phase whose latest attempt to print (e.g. `implement`); default: the latest log
+    #[arg(long, value_name = "PHASE")]
+    pub phase: Option<String>,
+    /// Follow: print new output as it is written, until the phase's agent (process group or
+    /// Slurm job) has ended
+    #[arg(long, short = 'f')]
+    pub follow: bool,
 }
 
 #[derive(Debug, Args)]

@@ -455,6 +455,11 @@ fn slurm_up(test: &str) -> bool {
     up
 }
 
+/// The cluster's config when a Slurm cluster answers (else prints why `test` skips).
+pub fn slurm_up_conf(test: &str) -> Option<String> {
+    if slurm_up(test) { slurm_conf() } else { None }
+}
+
 fn squeue_active(id: u64) -> bool {
     let out = Command::new("squeue")
         .args(["-h", "-o", "%T", "-j", &id.to_string()])

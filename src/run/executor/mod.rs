@@ -266,3 +266,25 @@ pub(crate) fn output_of(cmd: &mut Command, what: &str) -> io::Result<String> {
         )))
     }
 }
+
+/// Whether the agent a pid file records still runs: its process group (local, tmux) or its
+/// Slurm job (`slurm <id> ...`). False when the file is missing or names nothing alive.
+pub fn record_alive(pid_file: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return false;
+    };
+    let mut words = text.split_whitespace();
+    match words.next() {
+        Some("slurm") => words
+            .next()
+            .and_then(|id| id.parse().ok())
+            .is_some_and(slurm::job_active),
+        Some(pid) => pid
+            .parse::<i32>()
+            .ok()
+            .filter(|p| *p > 1)
+            .and_then(rustix::process::Pid::from_raw)
+            .is_some_and(crate::process::group::group_alive),
+        None => false,
+    }
+}
