@@ -36,6 +36,9 @@ pub struct Job {
     pub phase: String,
     /// Estimated VRAM need, in GB (rounded up): the Slurm GRES request.
     pub vram_gb: Option<u64>,
+    /// A Slurm job an earlier, killed automaton submitted for this very phase (its log is
+    /// `spec.log_path`): follow it instead of submitting a second one.
+    pub reattach: Option<u64>,
 }
 
 /// Starts agents.
@@ -147,7 +150,7 @@ pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>
         Err(e) => return Err(e),
     };
     if let Some(rest) = text.trim().strip_prefix("slurm ") {
-        let stopped = match rest.trim().parse::<u64>() {
+        let stopped = match rest.split_whitespace().next().unwrap_or("").parse::<u64>() {
             Ok(id) if slurm::job_active(id) => {
                 slurm::cancel(id, grace);
                 Some(format!("Slurm job {id}"))
@@ -158,6 +161,18 @@ pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>
         return Ok(stopped);
     }
     Ok(super::agent::stop_stale_agent(pid_file, grace)?.map(|pid| format!("pid {pid}")))
+}
+
+/// A Slurm job recorded in a pid file (`slurm <id> <phase>-<n>.log`): the id and the log's
+/// file name (absent in records written before re-attaching existed).
+pub fn slurm_record(pid_file: &Path) -> Option<(u64, Option<String>)> {
+    let text = std::fs::read_to_string(pid_file).ok()?;
+    let mut words = text.split_whitespace();
+    if words.next()? != "slurm" {
+        return None;
+    }
+    let id = words.next()?.parse().ok()?;
+    Some((id, words.next().map(str::to_string)))
 }
 
 /// Paths beside a phase log `<logs>/<stem>.log`: `<logs>/<stem>.<ext>`.
