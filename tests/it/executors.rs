@@ -819,3 +819,118 @@ fn vram_admission_refuses_a_sub_task_that_can_never_fit() {
         .stderr(predicate::str::contains("2.0 GB"))
         .stderr(predicate::str::contains("24.0 GB"));
 }
+
+/// The most sub-task phases that ran at once, from the scripted agent's record.
+fn most_at_once(p: &Project) -> usize {
+    let spans: Vec<(u128, u128)> = p
+        .read("agent.log")
+        .lines()
+        .filter(|l| l.contains("/subtasks/"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect();
+    spans
+        .iter()
+        .map(|(s, _)| spans.iter().filter(|(s2, e2)| s2 <= s && s < e2).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn jobs_auto_runs_at_most_what_fits_in_vram() {
+    // Four 10 GB sub-tasks beside 2 GB of weights on a faked 24 GB GPU: two at a time.
+    let p = vram_project(
+        "| a | 1 | - | 10k | - | A |\n| b | 1 | - | 10k | - | B |\n| c | 1 | - | 10k | - | C |\n| d | 1 | - | 10k | - | D |\n",
+    );
+    p.orchestrate_cmd()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "*=slow p:research=decompose")
+        .env("AGENT_SLEEP", "0.3")
+        .args(["--jobs", "auto", "p"])
+        .timeout(Duration::from_secs(180))
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(
+            "--jobs auto: sub-tasks start while the model's weights (2.0 GB) and their needs fit in 24.0 GB",
+        ));
+    let most = most_at_once(&p);
+    assert!(
+        (1..=2).contains(&most),
+        "{most} sub-task phases ran at once"
+    );
+    // status and detect-vram show the figures used.
+    p.cmd()
+        .args(["status"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("**VRAM admission**"))
+        .stdout(predicate::str::contains("- Model weights: 2.0 GB"))
+        .stdout(predicate::str::contains("- Admission budget: 24.0 GB"))
+        .stdout(predicate::str::contains(
+            "- tasks/p/subtasks/a: needs 9.8 GB",
+        ));
+    p.cmd()
+        .args(["detect-vram", "--human"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Model weights: 2.0 GB"))
+        .stdout(predicate::str::contains("KV bytes per token: 1048576"))
+        .stdout(predicate::str::contains("Admission budget: 24.0 GB"));
+}
+
+#[test]
+fn jobs_auto_refuses_a_sub_task_that_can_never_fit_before_the_wave() {
+    let p = vram_project("| small | 1 | - | 5k | - | S |\n| huge | 1 | - | 30k | - | H |\n");
+    p.orchestrate_cmd()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "p:research=decompose")
+        .args(["--jobs", "auto", "p"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "refused before the first wave started: tasks/p/subtasks/huge needs 29.3 GB of VRAM",
+        ))
+        .stderr(predicate::str::contains("2.0 GB"))
+        .stderr(predicate::str::contains("24.0 GB"));
+    // Nothing of the wave ran, not even the sub-task that fits.
+    let runs = p.read("agent.log");
+    assert!(!runs.contains("/subtasks/"), "{runs}");
+    p.cmd()
+        .args(["status"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "- tasks/p/subtasks/huge: needs 29.3 GB (never fits: refused)",
+        ));
+}
+
+#[test]
+fn slurm_jobs_request_their_vram_need_as_gres() {
+    if !slurm_up("slurm_jobs_request_their_vram_need_as_gres") {
+        return;
+    }
+    let p = vram_project("| a | 1 | - | 10k | - | A |\n| b | 1 | - | 5k | - | B |\n");
+    p.write(".automaton/.agent.md", "## Agent\n- **Slurm GRES**: vram\n");
+    // Each job shows Slurm's own view of itself.
+    let agent = format!(
+        "scontrol show job \"$SLURM_JOB_ID\" > \"$AUTOMATON_TASK_DIR/job-$AUTOMATON_PHASE.txt\"; {}",
+        crate::harness::agent_command()
+    );
+    orchestrate_on(&p, "slurm", None)
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "p:research=decompose")
+        .args(["--agent", &agent, "--jobs", "auto", "p"])
+        .timeout(Duration::from_secs(240))
+        .assert()
+        .code(0);
+    // 10k tokens × 1 MiB = 9.8 GB → 10G; 5k → 4.9 GB → 5G.
+    for (task, gres) in [("a", "gres/vram:10G"), ("b", "gres/vram:5G")] {
+        let job = p.read(&format!("tasks/p/subtasks/{task}/job-research.txt"));
+        assert!(job.contains(gres), "{task}: {job}");
+    }
+}
