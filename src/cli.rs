@@ -95,6 +95,23 @@ pub enum Command {
     /// tmux it switches to it when it is on the same server. Detach with the tmux prefix + d:
     /// the agent keeps running
     Attach(AttachArgs),
+    /// Print a task's latest phase log (`<task>/logs/<phase>-<n>.log`), or the latest attempt
+    /// of `--phase`; with `-f`, keep printing what the agent appends until the phase ends.
+    /// Works with every executor (local, tmux, Slurm): all of them write that file
+    Logs(LogsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// Task path (as `status` prints it)
+    pub task: String,
+    /// The phase whose latest attempt to print (e.g. `implement`); default: the latest log
+    #[arg(long, value_name = "PHASE")]
+    pub phase: Option<String>,
+    /// Follow: print new output as it is written, until the phase's agent (process group or
+    /// Slurm job) has ended
+    #[arg(long, short = 'f')]
+    pub follow: bool,
 }
 
 #[derive(Debug, Args)]
@@ -312,9 +329,12 @@ pub struct RunArgs {
     /// Stop an agent whose output has not grown for this long [default: 10m]
     #[arg(long, value_name = "DURATION")]
     pub stall_timeout: Option<String>,
-    /// Agents running at once, across all sub-tasks and levels [default: 4]
-    #[arg(long, short = 'j', value_name = "N")]
-    pub jobs: Option<usize>,
+    /// Agents running at once, across all sub-tasks and levels [default: 4]. `auto`: as many
+    /// as VRAM admits (config.md's `## VRAM Configuration`: `Model weights` and `KV bytes per
+    /// token`): a sub-task starts while the weights plus the running sub-tasks' needs fit in
+    /// the GPU's VRAM less headroom (one per CPU without those figures)
+    #[arg(long, short = 'j', value_name = "N|auto", value_parser = parse_jobs)]
+    pub jobs: Option<String>,
     /// Isolation: `worktree` (a git worktree and branch per task), `none`, or `auto`
     #[arg(long, value_name = "MODE", value_parser = ["auto", "worktree", "none"])]
     pub isolation: Option<String>,
@@ -339,4 +359,15 @@ pub struct ContinueArgs {
     pub description: Option<String>,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `--jobs`: a positive count or `auto`.
+fn parse_jobs(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "auto" => Ok("auto".into()),
+        t => match t.parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n.to_string()),
+            _ => Err(format!("expected a positive number or `auto`, not {t:?}")),
+        },
+    }
 }

@@ -19,7 +19,16 @@ pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> super::Result<u8> {
         }
     }
     let text = if args.human || args.format == VramFormat::Text {
-        render_human(&report)
+        let mut text = render_human(&report);
+        // The figures `--jobs auto` and the Slurm GRES requests use.
+        if let Some(gate) =
+            crate::run::vram::Admission::from_settings(&settings, report.gpu_vram_gb)
+        {
+            text.push_str("\nVRAM admission (--jobs auto; Slurm GRES per job):\n");
+            text.push_str(&gate.figures());
+            text.push_str("Per sub-task need: Estimated peak context × KV bytes per token (`automaton status` lists them)\n");
+        }
+        text
     } else {
         let mut s = serde_json::to_string_pretty(&report)?;
         s.push('\n');

@@ -9,6 +9,7 @@ mod gates;
 mod graph;
 mod init;
 mod isolation;
+mod logs;
 mod orchestrate;
 pub mod out;
 mod project;
@@ -157,6 +158,7 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Rerun(args) => gates::rerun_command(&ctx, args),
         cli::Command::Watch(args) => watch::watch_command(&ctx, args),
         cli::Command::Attach(args) => attach::attach_command(&ctx, args),
+        cli::Command::Logs(args) => logs::logs_command(&ctx, args),
         cli::Command::Init(_) | cli::Command::Completions(_) | cli::Command::Man => {
             unreachable!("handled above")
         }

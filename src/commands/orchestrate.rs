@@ -40,7 +40,11 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Setti
             args.run.stall_timeout.clone(),
             "--stall-timeout",
         ),
-        (Key::Jobs, args.run.jobs.map(|n| n.to_string()), "--jobs"),
+        (
+            Key::Jobs,
+            args.run.jobs.clone().filter(|j| j != "auto"),
+            "--jobs",
+        ),
         (Key::Isolation, args.run.isolation.clone(), "--isolation"),
         (Key::Executor, args.run.executor.clone(), "--executor"),
     ];
@@ -94,6 +98,33 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     };
     // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
+    let admission = crate::run::vram::Admission::from_settings(&settings, vram.gpu_vram_gb);
+    // `--jobs auto`: as many at once as VRAM admits (the gate decides, or Slurm packs the
+    // GRES requests); without a local model's figures, one per CPU.
+    let mut limits = limits;
+    if args.run.jobs.as_deref() == Some("auto") {
+        limits.jobs = match &admission {
+            Some(gate) => {
+                progress.event(
+                    "jobs_auto",
+                    json!({"weights": gate.weights, "kv_bytes_per_token": gate.kv_per_token, "budget": gate.budget}),
+                    || format!(
+                        "--jobs auto: sub-tasks start while the model's weights ({}) and their needs fit in {}",
+                        crate::run::vram::gb(gate.weights),
+                        crate::run::vram::gb(gate.budget)
+                    ),
+                );
+                256
+            }
+            None => {
+                let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
+                progress.line(&format!(
+                    "warning: --jobs auto: no `## VRAM Configuration` with both `Model weights` and `KV bytes per token` (or no GPU size): {cpus} at once (one per CPU)"
+                ));
+                cpus.clamp(1, 256)
+            }
+        };
+    }
     let isolation = match isolation::Mode::resolve(
         settings.text(Key::Isolation).unwrap_or("auto"),
         &ctx.project,
@@ -152,15 +183,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         retries: u32::try_from(settings.count(Key::Retries)).unwrap_or(u32::MAX),
         retry_backoff: settings.duration(Key::RetryBackoff),
         executor: executor.as_ref(),
-        vram: crate::run::vram::Admission::new(
-            settings.text(Key::ModelWeights),
-            settings
-                .text(Key::KvBytesPerToken)
-                .and_then(|t| t.trim().replace('_', "").parse().ok())
-                .unwrap_or(0),
-            vram.gpu_vram_gb,
-            settings.ratio(Key::Headroom),
-        ),
+        vram: admission,
         ports: crate::run::ports::Ports::new(),
     };
 

@@ -33,6 +33,14 @@ pub fn print(text: impl fmt::Display) -> Result<(), StdoutError> {
     Ok(())
 }
 
+/// Write raw bytes (a log's own text, not necessarily UTF-8) to stdout and flush them.
+pub fn write_bytes(bytes: &[u8]) -> Result<(), StdoutError> {
+    let mut out = io::stdout().lock();
+    out.write_all(bytes)?;
+    out.flush()?;
+    Ok(())
+}
+
 /// Write `text` and a newline to stdout and flush it.
 pub fn println(text: impl fmt::Display) -> Result<(), StdoutError> {
     print(format_args!("{text}\n"))

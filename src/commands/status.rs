@@ -57,6 +57,39 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
         out::json_pretty(&doc)?;
     } else {
         out::print(render_report(&tree, &prefix, autopilot, false))?;
+        print_vram_needs(&settings, &tree)?;
     }
     Ok(crate::exit::OK)
+}
+
+/// With VRAM admission configured: the figures and each sub-task's need (text status only).
+fn print_vram_needs(settings: &Settings, tree: &TaskTree) -> super::Result<()> {
+    use crate::settings::Key;
+    if settings.text(Key::ModelWeights).is_none() || settings.text(Key::KvBytesPerToken).is_none() {
+        return Ok(());
+    }
+    let gpu = crate::detect::detect(settings, false).gpu_vram_gb;
+    let Some(gate) = crate::run::vram::Admission::from_settings(settings, gpu) else {
+        return Ok(());
+    };
+    let mut text = String::from("\n**VRAM admission**\n");
+    for line in gate.figures().lines() {
+        text.push_str(&format!("- {line}\n"));
+    }
+    for node in &tree.nodes {
+        if let Some(need) = gate.need(&node.dir) {
+            let fits = if gate.check(&node.rel, need).is_ok() {
+                ""
+            } else {
+                " (never fits: refused)"
+            };
+            text.push_str(&format!(
+                "- {}: needs {}{fits}\n",
+                node.rel,
+                crate::run::vram::gb(need)
+            ));
+        }
+    }
+    out::print(text)?;
+    Ok(())
 }

@@ -1016,6 +1016,28 @@ fn run_waves(
             "warning: {parent_rel}: isolation is none: parallel sub-tasks share the project's working tree"
         ));
     }
+    // VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
+    // before the first wave starts, with the numbers.
+    if let Some(gate) = &run.vram
+        && matches!(run.executor.name(), "local" | "tmux")
+    {
+        let refused: Vec<String> = plan
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let need = r.estimate?.saturating_mul(gate.kv_per_token);
+                gate.check(&format!("{parent_rel}/subtasks/{}", r.name), need)
+                    .err()
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Err(std::io::Error::other(format!(
+                "refused before the first wave started: {}",
+                refused.join("; ")
+            ))
+            .into());
+        }
+    }
     std::thread::scope(|scope| {
         let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
         let mut running: Vec<String> = Vec::new();

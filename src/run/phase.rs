@@ -121,6 +121,23 @@ fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> super::Res
     Ok(pid_file)
 }
 
+/// The job and attempt to re-attach to: `logs/agent.pid` names a Slurm job whose log is this
+/// phase's (`<phase>-<n>.log`, still there), and this run submits to Slurm too.
+fn reattachable_job(run: &Run<'_>, phase: Phase, logs: &Path) -> Option<(u64, u32)> {
+    if run.executor.name() != "slurm" {
+        return None;
+    }
+    let (id, log) = super::executor::slurm_record(&logs.join("agent.pid"))?;
+    let log = log?;
+    let n = log
+        .strip_suffix(".log")?
+        .strip_prefix(phase.word())?
+        .strip_prefix('-')?
+        .parse()
+        .ok()?;
+    logs.join(&log).is_file().then_some((id, n))
+}
+
 /// Name the processes of a stopped group that even SIGKILL did not end (stuck in the kernel).
 fn warn_leftovers(run: &Run<'_>, task_rel: &str, outcome: &AgentOutcome) {
     if outcome.leftovers.is_empty() {
@@ -160,7 +177,13 @@ pub fn run_phase_noted(
 ) -> super::Result<PhaseRun> {
     let logs = task_dir.join("logs");
     fs::create_dir_all(&logs)?;
-    let attempt = next_attempt(&logs, phase.word());
+    // A Slurm job an earlier, killed run submitted for this phase: re-attach to it (same
+    // attempt, same log) rather than submit a second job.
+    let reattach = reattachable_job(run, phase, &logs);
+    let attempt = match &reattach {
+        Some((_, n)) => *n,
+        None => next_attempt(&logs, phase.word()),
+    };
     let log = logs.join(format!("{}-{attempt}.log", phase.word()));
     let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
     let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
@@ -194,7 +217,17 @@ pub fn run_phase_noted(
         json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
         || format!("▶ {task_rel}: {} (attempt {attempt})", phase.word()),
     );
-    let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
+    let pid_file = match &reattach {
+        Some((id, _)) => {
+            run.progress.event(
+                "slurm_reattached",
+                json!({"task": task_rel, "phase": phase.word(), "job": id}),
+                || format!("{task_rel}: re-attached to Slurm job {id}, which an earlier, killed run submitted for {}", phase.word()),
+            );
+            logs.join("agent.pid")
+        }
+        None => stop_leftover_agent(run, task_rel, &logs)?,
+    };
     let started = Instant::now();
     // The live line: task, phase, elapsed seconds and the agent's last line, redrawn on every
     // new line and once a second (terminal only).
@@ -259,6 +292,7 @@ pub fn run_phase_noted(
             task: task_rel.to_string(),
             phase: phase.word().to_string(),
             vram_gb: run.vram_need_gb(task_dir),
+            reattach: reattach.map(|(id, _)| id),
         };
         let outcome = run_agent_on(&spec, run.executor, &job);
         drop(done);

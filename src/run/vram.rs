@@ -91,14 +91,8 @@ impl Admission {
         estimate(task_dir).map(|tokens| tokens.saturating_mul(self.kv_per_token))
     }
 
-    /// Wait until `need` fits beside the running needs. `Err(message)` when it never can.
-    /// After Ctrl-C it stops waiting (the agent starts and is stopped at once).
-    pub fn admit(
-        &self,
-        rel: &str,
-        need: u64,
-        cancel: &AtomicBool,
-    ) -> Result<Option<Admitted<'_>>, String> {
+    /// `Err(message)` with the numbers when `need` can never fit, even alone.
+    pub fn check(&self, rel: &str, need: u64) -> Result<(), String> {
         if self.weights + need > self.budget {
             return Err(format!(
                 "{rel} needs {} of VRAM for its context (estimated peak context × KV bytes per \
@@ -109,6 +103,45 @@ impl Admission {
                 gb(self.budget)
             ));
         }
+        Ok(())
+    }
+
+    /// The figures admission uses, one per line (for `detect-vram --human` and `status`).
+    pub fn figures(&self) -> String {
+        format!(
+            "Model weights: {}\nKV bytes per token: {}\nAdmission budget: {} (GPU VRAM less headroom; weights + running sub-tasks' needs must fit)\n",
+            gb(self.weights),
+            self.kv_per_token,
+            gb(self.budget)
+        )
+    }
+
+    /// The gate a project's settings configure, when they do (and a GPU size is known).
+    pub fn from_settings(
+        settings: &crate::settings::Settings,
+        gpu_gb: Option<f64>,
+    ) -> Option<Admission> {
+        use crate::settings::Key;
+        Admission::new(
+            settings.text(Key::ModelWeights),
+            settings
+                .text(Key::KvBytesPerToken)
+                .and_then(|t| t.trim().replace('_', "").parse().ok())
+                .unwrap_or(0),
+            gpu_gb,
+            settings.ratio(Key::Headroom),
+        )
+    }
+
+    /// Wait until `need` fits beside the running needs. `Err(message)` when it never can.
+    /// After Ctrl-C it stops waiting (the agent starts and is stopped at once).
+    pub fn admit(
+        &self,
+        rel: &str,
+        need: u64,
+        cancel: &AtomicBool,
+    ) -> Result<Option<Admitted<'_>>, String> {
+        self.check(rel, need)?;
         let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if self.weights + *used + need <= self.budget {

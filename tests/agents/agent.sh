@@ -10,7 +10,8 @@
 #   artifact), contract_only (print CONTRACT_MET, write nothing), met_exit3 (write the artifact,
 #   print CONTRACT_MET, exit 3), hang (start a grandchild,
 #   record both pids, sleep), stall (print a line, then sleep silently), slow (sleep
-#   AGENT_SLEEP seconds, then ok), decompose (research also writes DECOMPOSITION.md from
+#   AGENT_SLEEP seconds, then ok), gate (record its pid in child.pid, print a line, wait until
+#   the file $AUTOMATON_TASK_DIR/gate exists, print another, then ok), decompose (research also writes DECOMPOSITION.md from
 #   AGENT_DECOMPOSITION, or AGENT_DECOMPOSITION_DEEP in a sub-task when set).
 # Every run appends "<task> <phase> <start> <end>" to $AGENT_LOG (times in ns).
 # AGENT_IMPLEMENT: shell code run (in the agent's working directory) at the implement phase,
@@ -58,6 +59,11 @@ fi
 case $behavior in
   ok) ;;
   slow) sleep "${AGENT_SLEEP:-0.2}" ;;
+  gate)
+    echo $$ > "$AUTOMATON_TASK_DIR/child.pid"
+    echo "waiting for the gate"
+    while [ ! -e "$AUTOMATON_TASK_DIR/gate" ]; do sleep 0.1; done
+    echo "through the gate" ;;
   fail) [ "$phase" = referee ] && { write "Verdict: FAIL
 
 ## Findings

@@ -4,7 +4,7 @@
 //! socket (killed at the end); the Slurm tests run when a cluster answers (`.ci/slurm-one-node.sh
 //! start` makes one) and say clearly that they skipped otherwise.
 
-use crate::harness::{Project, process_gone, wait_for, wait_gone};
+use crate::harness::{Project, wait_for, wait_gone};
 use predicates::prelude::*;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -455,6 +455,11 @@ fn slurm_up(test: &str) -> bool {
     up
 }
 
+/// The cluster's config when a Slurm cluster answers (else prints why `test` skips).
+pub fn slurm_up_conf(test: &str) -> Option<String> {
+    if slurm_up(test) { slurm_conf() } else { None }
+}
+
 fn squeue_active(id: u64) -> bool {
     let out = Command::new("squeue")
         .args(["-h", "-o", "%T", "-j", &id.to_string()])
@@ -483,7 +488,7 @@ fn wait_job_gone(id: u64, secs: u64) -> bool {
 /// An agent that records its Slurm job id in the task folder before the scripted agent runs.
 fn job_recording_agent() -> String {
     format!(
-        "echo \"$SLURM_JOB_ID\" > \"$AUTOMATON_TASK_DIR/job-$AUTOMATON_PHASE.id\"; {}",
+        "echo \"$SLURM_JOB_ID\" >> \"$AUTOMATON_TASK_DIR/job-$AUTOMATON_PHASE.id\"; {}",
         crate::harness::agent_command()
     )
 }
@@ -515,15 +520,15 @@ fn slurm_timeout_cancels_the_job() {
 }
 
 #[test]
-fn slurm_kill_9_then_resume_cancels_the_leftover_job() {
-    if !slurm_up("slurm_kill_9_then_resume_cancels_the_leftover_job") {
+fn slurm_kill_9_then_resume_reattaches_to_the_running_job() {
+    if !slurm_up("slurm_kill_9_then_resume_reattaches_to_the_running_job") {
         return;
     }
     let p = Project::new();
     let conf = slurm_conf().unwrap();
     let mut run = p
         .orchestrate_std()
-        .env("AGENT_BEHAVIOR", "design=hang")
+        .env("AGENT_BEHAVIOR", "design=gate")
         .env("AGENT_LOG", p.join("agent.log"))
         .env("SLURM_CONF", &conf)
         .args([
@@ -539,33 +544,187 @@ fn slurm_kill_9_then_resume_cancels_the_leftover_job() {
     let id: u64 = p.read("tasks/crashy/job-design.id").trim().parse().unwrap();
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
-    // The job outlives automaton, and its id is where a pid would be.
+    // The job outlives automaton, and its id (and log) is where a pid would be.
     assert!(squeue_active(id), "job {id} should still run");
     assert_eq!(
         p.read("tasks/crashy/logs/agent.pid").trim(),
-        format!("slurm {id}")
+        format!("slurm {id} design-1.log")
     );
+    // The rerun re-attaches to the job, which is still waiting at its gate; opened once the
+    // rerun follows it, the job ends and its phase counts.
+    let gate = p.join("tasks/crashy/gate");
+    let opener = std::thread::spawn({
+        let log = p.join("rerun.err");
+        move || {
+            let start = Instant::now();
+            while !std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains("re-attached")
+                && start.elapsed().as_secs() < 120
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            std::fs::write(gate, "").unwrap();
+        }
+    });
+    let err = std::fs::File::create(p.join("rerun.err")).unwrap();
+    let status = p
+        .orchestrate_std()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("SLURM_CONF", &conf)
+        .args([
+            "--executor",
+            "slurm",
+            "--agent",
+            &job_recording_agent(),
+            "--task",
+            "tasks/crashy",
+        ])
+        .stderr(err)
+        .status()
+        .unwrap();
+    opener.join().unwrap();
+    let stderr = p.read("rerun.err");
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "tasks/crashy: re-attached to Slurm job {id}, which an earlier, killed run submitted for design"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("stopped agent"), "{stderr}");
+    assert!(!squeue_active(id));
+    // One job for the design phase, not two; the phase ran once, in attempt 1.
+    let jobs = p.read("tasks/crashy/job-design.id");
+    assert_eq!(jobs.lines().collect::<Vec<_>>(), [id.to_string()], "{jobs}");
+    let runs: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
+    assert_eq!(runs, LIFECYCLE, "{runs:?}");
+    assert!(!p.join("tasks/crashy/logs/design-2.log").exists());
+    let log = p.read("tasks/crashy/logs/design-1.log");
+    assert!(
+        log.contains("through the gate") && log.contains("CONTRACT_MET"),
+        "{log}"
+    );
+}
+
+#[test]
+fn slurm_kill_9_then_resume_reads_a_job_that_ended_meanwhile() {
+    if !slurm_up("slurm_kill_9_then_resume_reads_a_job_that_ended_meanwhile") {
+        return;
+    }
+    let p = Project::new();
+    let conf = slurm_conf().unwrap();
+    let mut run = p
+        .orchestrate_std()
+        .env("AGENT_BEHAVIOR", "design=gate")
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("SLURM_CONF", &conf)
+        .args([
+            "--executor",
+            "slurm",
+            "--agent",
+            &job_recording_agent(),
+            "ended",
+        ])
+        .spawn()
+        .unwrap();
+    wait_for(&p.join("tasks/ended/child.pid"));
+    let id: u64 = p.read("tasks/ended/job-design.id").trim().parse().unwrap();
+    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
+    run.wait().unwrap();
+    // The job ends while no automaton runs.
+    std::fs::write(p.join("tasks/ended/gate"), "").unwrap();
+    assert!(wait_job_gone(id, 60), "job {id} never ended");
     orchestrate_on(&p, "slurm", None)
-        .args(["--agent", &job_recording_agent(), "--task", "tasks/crashy"])
+        .args(["--agent", &job_recording_agent(), "--task", "tasks/ended"])
         .timeout(Duration::from_secs(240))
         .assert()
-        .code(0)
-        .stderr(predicate::str::contains(format!(
-            "stopped agent Slurm job {id} that an earlier, killed run left running"
-        )));
-    assert!(!squeue_active(id));
-    let child: i32 = p.read("tasks/crashy/child.pid").trim().parse().unwrap();
-    assert!(process_gone(child) || wait_gone(child));
+        .code(0);
+    let jobs = p.read("tasks/ended/job-design.id");
+    assert_eq!(jobs.lines().collect::<Vec<_>>(), [id.to_string()], "{jobs}");
     let runs: Vec<String> = p.agent_runs().into_iter().map(|(_, ph)| ph).collect();
-    assert_eq!(
-        runs.iter().filter(|r| *r == "research").count(),
-        1,
-        "{runs:?}"
+    assert_eq!(runs, LIFECYCLE, "{runs:?}");
+}
+
+#[test]
+fn slurm_ctrl_c_cancels_a_waves_jobs_with_one_scancel() {
+    if !slurm_up("slurm_ctrl_c_cancels_a_waves_jobs_with_one_scancel") {
+        return;
+    }
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v scancel"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let p = Project::new();
+    // A scancel that records its arguments, then runs Slurm's.
+    p.write(
+        "bin/scancel",
+        format!(
+            "#!/bin/sh\necho \"$*\" >> {}\nexec {} \"$@\"\n",
+            p.join("scancel.log").display(),
+            real.trim()
+        ),
     );
-    assert_eq!(
-        runs.iter().filter(|r| *r == "design").count(),
-        2,
-        "{runs:?}"
+    Command::new("chmod")
+        .args(["+x", p.join("bin/scancel").to_str().unwrap()])
+        .status()
+        .unwrap();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n",
+    );
+    let plan = "# Decomposition\n\n| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n| a | 1 | - | 10k | - | A |\n| b | 1 | - | 10k | - | B |\n";
+    let path = format!(
+        "{}:{}",
+        p.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut run = p
+        .orchestrate_std()
+        .env("PATH", &path)
+        .env("SLURM_CONF", slurm_conf().unwrap())
+        .env("AGENT_DECOMPOSITION", plan)
+        .env(
+            "AGENT_BEHAVIOR",
+            "p:research=decompose a:research=hang b:research=hang",
+        )
+        .args([
+            "--executor",
+            "slurm",
+            "--jobs",
+            "2",
+            "--agent",
+            &job_recording_agent(),
+            "p",
+        ])
+        .spawn()
+        .unwrap();
+    wait_for(&p.join("tasks/p/subtasks/a/child.pid"));
+    wait_for(&p.join("tasks/p/subtasks/b/child.pid"));
+    let a: u64 = p
+        .read("tasks/p/subtasks/a/job-research.id")
+        .trim()
+        .parse()
+        .unwrap();
+    let b: u64 = p
+        .read("tasks/p/subtasks/b/job-research.id")
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert!(wait_job_gone(a, 30) && wait_job_gone(b, 30));
+    let calls = p.read("scancel.log");
+    assert!(
+        calls.lines().any(|l| {
+            let ids: Vec<&str> = l.split_whitespace().collect();
+            ids.contains(&a.to_string().as_str()) && ids.contains(&b.to_string().as_str())
+        }),
+        "no one scancel for both {a} and {b}: {calls}"
     );
 }
 
@@ -659,4 +818,119 @@ fn vram_admission_refuses_a_sub_task_that_can_never_fit() {
         ))
         .stderr(predicate::str::contains("2.0 GB"))
         .stderr(predicate::str::contains("24.0 GB"));
+}
+
+/// The most sub-task phases that ran at once, from the scripted agent's record.
+fn most_at_once(p: &Project) -> usize {
+    let spans: Vec<(u128, u128)> = p
+        .read("agent.log")
+        .lines()
+        .filter(|l| l.contains("/subtasks/"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[2].parse().unwrap(), f[3].parse().unwrap())
+        })
+        .collect();
+    spans
+        .iter()
+        .map(|(s, _)| spans.iter().filter(|(s2, e2)| s2 <= s && s < e2).count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn jobs_auto_runs_at_most_what_fits_in_vram() {
+    // Four 10 GB sub-tasks beside 2 GB of weights on a faked 24 GB GPU: two at a time.
+    let p = vram_project(
+        "| a | 1 | - | 10k | - | A |\n| b | 1 | - | 10k | - | B |\n| c | 1 | - | 10k | - | C |\n| d | 1 | - | 10k | - | D |\n",
+    );
+    p.orchestrate_cmd()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "*=slow p:research=decompose")
+        .env("AGENT_SLEEP", "0.3")
+        .args(["--jobs", "auto", "p"])
+        .timeout(Duration::from_secs(180))
+        .assert()
+        .code(0)
+        .stderr(predicate::str::contains(
+            "--jobs auto: sub-tasks start while the model's weights (2.0 GB) and their needs fit in 24.0 GB",
+        ));
+    let most = most_at_once(&p);
+    assert!(
+        (1..=2).contains(&most),
+        "{most} sub-task phases ran at once"
+    );
+    // status and detect-vram show the figures used.
+    p.cmd()
+        .args(["status"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("**VRAM admission**"))
+        .stdout(predicate::str::contains("- Model weights: 2.0 GB"))
+        .stdout(predicate::str::contains("- Admission budget: 24.0 GB"))
+        .stdout(predicate::str::contains(
+            "- tasks/p/subtasks/a: needs 9.8 GB",
+        ));
+    p.cmd()
+        .args(["detect-vram", "--human"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains("Model weights: 2.0 GB"))
+        .stdout(predicate::str::contains("KV bytes per token: 1048576"))
+        .stdout(predicate::str::contains("Admission budget: 24.0 GB"));
+}
+
+#[test]
+fn jobs_auto_refuses_a_sub_task_that_can_never_fit_before_the_wave() {
+    let p = vram_project("| small | 1 | - | 5k | - | S |\n| huge | 1 | - | 30k | - | H |\n");
+    p.orchestrate_cmd()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "p:research=decompose")
+        .args(["--jobs", "auto", "p"])
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "refused before the first wave started: tasks/p/subtasks/huge needs 29.3 GB of VRAM",
+        ))
+        .stderr(predicate::str::contains("2.0 GB"))
+        .stderr(predicate::str::contains("24.0 GB"));
+    // Nothing of the wave ran, not even the sub-task that fits.
+    let runs = p.read("agent.log");
+    assert!(!runs.contains("/subtasks/"), "{runs}");
+    p.cmd()
+        .args(["status"])
+        .assert()
+        .code(0)
+        .stdout(predicate::str::contains(
+            "- tasks/p/subtasks/huge: needs 29.3 GB (never fits: refused)",
+        ));
+}
+
+#[test]
+fn slurm_jobs_request_their_vram_need_as_gres() {
+    if !slurm_up("slurm_jobs_request_their_vram_need_as_gres") {
+        return;
+    }
+    let p = vram_project("| a | 1 | - | 10k | - | A |\n| b | 1 | - | 5k | - | B |\n");
+    p.write(".automaton/.agent.md", "## Agent\n- **Slurm GRES**: vram\n");
+    // Each job shows Slurm's own view of itself.
+    let agent = format!(
+        "scontrol show job \"$SLURM_JOB_ID\" > \"$AUTOMATON_TASK_DIR/job-$AUTOMATON_PHASE.txt\"; {}",
+        crate::harness::agent_command()
+    );
+    orchestrate_on(&p, "slurm", None)
+        .env("AGENT_DECOMPOSITION", p.read("plan.md"))
+        .env("AGENT_BEHAVIOR", "p:research=decompose")
+        .args(["--agent", &agent, "--jobs", "auto", "p"])
+        .timeout(Duration::from_secs(240))
+        .assert()
+        .code(0);
+    // 10k tokens × 1 MiB = 9.8 GB → 10G; 5k → 4.9 GB → 5G.
+    for (task, gres) in [("a", "gres/vram:10G"), ("b", "gres/vram:5G")] {
+        let job = p.read(&format!("tasks/p/subtasks/{task}/job-research.txt"));
+        assert!(job.contains(gres), "{task}: {job}");
+    }
 }

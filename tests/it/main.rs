@@ -43,6 +43,7 @@ mod graph;
 mod isolation;
 mod isolation_extras;
 mod lock;
+mod logs;
 mod nesting;
 mod orchestrate;
 mod parsers;

@@ -36,6 +36,9 @@ pub struct Job {
     pub phase: String,
     /// Estimated VRAM need, in GB (rounded up): the Slurm GRES request.
     pub vram_gb: Option<u64>,
+    /// A Slurm job an earlier, killed automaton submitted for this very phase (its log is
+    /// `spec.log_path`): follow it instead of submitting a second one.
+    pub reattach: Option<u64>,
 }
 
 /// Starts agents.
@@ -147,7 +150,7 @@ pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>
         Err(e) => return Err(e),
     };
     if let Some(rest) = text.trim().strip_prefix("slurm ") {
-        let stopped = match rest.trim().parse::<u64>() {
+        let stopped = match rest.split_whitespace().next().unwrap_or("").parse::<u64>() {
             Ok(id) if slurm::job_active(id) => {
                 slurm::cancel(id, grace);
                 Some(format!("Slurm job {id}"))
@@ -158,6 +161,18 @@ pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>
         return Ok(stopped);
     }
     Ok(super::agent::stop_stale_agent(pid_file, grace)?.map(|pid| format!("pid {pid}")))
+}
+
+/// A Slurm job recorded in a pid file (`slurm <id> <phase>-<n>.log`): the id and the log's
+/// file name (absent in records written before re-attaching existed).
+pub fn slurm_record(pid_file: &Path) -> Option<(u64, Option<String>)> {
+    let text = std::fs::read_to_string(pid_file).ok()?;
+    let mut words = text.split_whitespace();
+    if words.next()? != "slurm" {
+        return None;
+    }
+    let id = words.next()?.parse().ok()?;
+    Some((id, words.next().map(str::to_string)))
 }
 
 /// Paths beside a phase log `<logs>/<stem>.log`: `<logs>/<stem>.<ext>`.
@@ -264,5 +279,27 @@ pub(crate) fn output_of(cmd: &mut Command, what: &str) -> io::Result<String> {
             "{what} failed: {}",
             if err.is_empty() { "no message" } else { err }
         )))
+    }
+}
+
+/// Whether the agent a pid file records still runs: its process group (local, tmux) or its
+/// Slurm job (`slurm <id> ...`). False when the file is missing or names nothing alive.
+pub fn record_alive(pid_file: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(pid_file) else {
+        return false;
+    };
+    let mut words = text.split_whitespace();
+    match words.next() {
+        Some("slurm") => words
+            .next()
+            .and_then(|id| id.parse().ok())
+            .is_some_and(slurm::job_active),
+        Some(pid) => pid
+            .parse::<i32>()
+            .ok()
+            .filter(|p| *p > 1)
+            .and_then(rustix::process::Pid::from_raw)
+            .is_some_and(crate::process::group::group_alive),
+        None => false,
     }
 }

@@ -6,8 +6,11 @@
 //!   contract, runs the agent with `sh -c` and the prompt file on stdin, and writes the agent's
 //!   exit status to `logs/<phase>-<n>.status`. So the project folder must be shared between the
 //!   submit host and the nodes (same path), and the agent's program must exist on the nodes.
-//! - The job id goes into the pid file (`slurm <id>`) at once, so a later run after a SIGKILL of
-//!   automaton finds the job and cancels it before the phase runs again.
+//! - The job id goes into the pid file (`slurm <id> <phase>-<n>.log`) at once, so a later run
+//!   after a SIGKILL of automaton finds the job: when that run comes to the same phase it
+//!   re-attaches to it ([`Job::reattach`]: follows the log from its start, and the job to its
+//!   end, or reads the outcome of a job that ended meanwhile) and never submits a second job
+//!   for it; a job of another phase is cancelled.
 //! - automaton follows the phase log (Slurm writes it) for CONTRACT_MET, stalls and the live
 //!   line: it reads what was appended every [`TICK`], and asks `squeue` for the job's state every
 //!   [`QUEUE_EVERY`] (no accounting daemon needed). The exit status comes from the status file,
@@ -24,6 +27,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -88,6 +92,24 @@ impl Executor for Slurm {
     }
 
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, job: &Job) -> io::Result<Box<dyn Running + 'a>> {
+        if let Some(id) = job.reattach {
+            // The job wrote this log from its start: read it all (CONTRACT_MET included).
+            return Ok(Box::new(SlurmRun {
+                id,
+                log: File::open(spec.log_path)?,
+                offset: 0,
+                fresh: Vec::new(),
+                status_path: beside(spec.log_path, "status"),
+                status: None,
+                cancel: spec.cancel,
+                cancel_wakes: signals::is_policy_flag(spec.cancel),
+                kill_grace: spec.kill_grace,
+                // Ask the queue at the first wait: the job may have ended meanwhile.
+                last_queue: Instant::now() - QUEUE_EVERY,
+                done: false,
+                log_name: log_name(spec.log_path),
+            }));
+        }
         let mut log = File::open(spec.log_path)?;
         let offset = log.seek(SeekFrom::End(0))?;
         let status = beside(spec.log_path, "status");
@@ -121,6 +143,7 @@ impl Executor for Slurm {
             kill_grace: spec.kill_grace,
             last_queue: Instant::now(),
             done: false,
+            log_name: log_name(spec.log_path),
         }))
     }
 }
@@ -138,6 +161,14 @@ struct SlurmRun<'a> {
     kill_grace: Duration,
     last_queue: Instant,
     done: bool,
+    /// `<phase>-<n>.log`, recorded beside the id so a rerun can re-attach.
+    log_name: String,
+}
+
+fn log_name(log: &std::path::Path) -> String {
+    log.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 impl SlurmRun<'_> {
@@ -182,7 +213,7 @@ impl Running for SlurmRun<'_> {
     }
 
     fn record(&self) -> String {
-        format!("slurm {}", self.id)
+        format!("slurm {} {}", self.id, self.log_name)
     }
 
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
@@ -296,12 +327,43 @@ pub fn job_active(id: u64) -> bool {
         )
 }
 
+/// Job ids waiting for the next batched `scancel`.
+static PENDING: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+/// Held while one `scancel` runs, so the ids that arrive meanwhile go out in the next.
+static SENDER: Mutex<()> = Mutex::new(());
+/// How long a cancel waits for others to join its `scancel` (a Ctrl-C or total timeout stops
+/// every running phase of a wave within a few milliseconds of each other).
+const BATCH_WINDOW: Duration = Duration::from_millis(200);
+
 /// `scancel` the job, then wait (up to `grace` plus Slurm's own few seconds) for it to leave
-/// the queue's running states.
+/// the queue's running states. Cancels that arrive together share one `scancel` (see
+/// [`cancel_many`]).
 pub fn cancel(id: u64, grace: Duration) {
-    let _ = Command::new("scancel").arg(id.to_string()).output();
+    cancel_many(&[id], grace);
+}
+
+/// Cancel several jobs with one `scancel <id> <id> ...`, joined by the ids other threads are
+/// cancelling at the same moment, then wait for them to leave the running states.
+pub fn cancel_many(ids: &[u64], grace: Duration) {
+    if ids.is_empty() {
+        return;
+    }
+    PENDING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend_from_slice(ids);
+    std::thread::sleep(BATCH_WINDOW);
+    {
+        let _sending = SENDER.lock().unwrap_or_else(|e| e.into_inner());
+        let batch = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+        if !batch.is_empty() {
+            let _ = Command::new("scancel")
+                .args(batch.iter().map(u64::to_string))
+                .output();
+        }
+    }
     let until = Instant::now() + grace + Duration::from_secs(10);
-    while job_active(id) && Instant::now() < until {
+    while ids.iter().any(|id| job_active(*id)) && Instant::now() < until {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
