@@ -374,7 +374,7 @@ fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> super::Result<
         let rel = format!("tasks/{slug}");
         let dir = ctx.project.join(&rel);
         if dir.exists() {
-            let existing = std::fs::read_to_string(dir.join(TASK_FILE)).unwrap_or_default();
+            let existing = crate::fsx::read_to_string(dir.join(TASK_FILE)).unwrap_or_default();
             if existing
                 .lines()
                 .skip(1)

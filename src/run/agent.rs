@@ -171,10 +171,41 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
     // Appended to: the log may hold an earlier attempt, whose output does not count.
     let log = open_log(spec.log_path)?;
 
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
+    // Under the watchdog shim ([`process::shim`]) when the binary turned it on and the run is
+    // recorded: the shim holds the agent until `go` says the pid file is durable, and stops it
+    // when automaton dies (`go` then reads end of file).
+    let shim = process::shim::exe().filter(|_| spec.pid_file.is_some());
+    let mut go: Option<rustix::fd::OwnedFd> = None;
+    let mut go_read: Option<rustix::fd::OwnedFd> = None;
+    let mut cmd = match shim {
+        Some(exe) => {
+            let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+            go = Some(write);
+            let mut c = Command::new(exe);
+            c.arg(process::shim::SHIM_ARG)
+                .arg(spec.kill_grace.as_millis().to_string())
+                .arg(spec.command);
+            let raw = std::os::fd::AsRawFd::as_raw_fd(&read);
+            go_read = Some(read);
+            // SAFETY: only dup2 runs between fork and exec (async-signal-safe); the new
+            // descriptor 3 is not close-on-exec, the original is.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut c, move || {
+                    if libc::dup2(raw, process::shim::CONTROL_FD) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            c
+        }
+        None => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(spec.command);
+            c
+        }
+    };
+    cmd.current_dir(spec.cwd)
         .envs(spec.env.iter().map(|(k, v)| (k, v)));
     let started = Instant::now();
     let mut group = Group::spawn(
@@ -186,10 +217,23 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
             kill_grace: spec.kill_grace,
         },
     )?;
+    // Only the shim keeps the read end.
+    drop(go_read);
     let pid = group.pid();
     if let Some(pid_file) = spec.pid_file {
+        // The agent's pid and start time, then this automaton's: a later run stops the agent
+        // only when its automaton is gone.
         let start = process::group::start_time(pid).unwrap_or_default();
-        crate::fsx::write_atomic(pid_file, format!("{pid} {start}\n").as_bytes())?;
+        let me = std::process::id();
+        let my_start = process::group::start_time(me).unwrap_or_default();
+        crate::fsx::write_atomic(
+            pid_file,
+            format!("{pid} {start} {me} {my_start}\n").as_bytes(),
+        )?;
+    }
+    if let Some(go) = &go {
+        // Recorded: the agent may start now.
+        rustix::io::write(go, b"g")?;
     }
 
     let mut scan = LogScan::new();
@@ -250,6 +294,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
     if let Some(pid_file) = spec.pid_file {
         let _ = std::fs::remove_file(pid_file);
     }
+    drop(go);
     Ok(AgentOutcome {
         end,
         contract_met: scan.contract_met,
@@ -266,7 +311,7 @@ pub fn run_agent(spec: &AgentSpec<'_>) -> io::Result<AgentOutcome> {
 /// a recycled pid is left alone), TERM its group, wait up to `grace`, then KILL. Returns the
 /// pid it stopped. The pid file is removed either way.
 pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u32>> {
-    let text = match std::fs::read_to_string(pid_file) {
+    let text = match crate::fsx::read_to_string(pid_file) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -277,6 +322,23 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
         .and_then(|p| p.parse::<i32>().ok())
         .and_then(rustix::process::Pid::from_raw);
     let start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
+    // The automaton that ran it: while that one lives, the agent is not a leftover (two
+    // automatons on one project: the lock was side-stepped), and it is never stopped here.
+    let owner: Option<u32> = parts.next().and_then(|s| s.parse().ok());
+    let owner_start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
+    if let (Some(owner), Some(owner_start)) = (owner, owner_start)
+        && owner != std::process::id()
+        && process::group::start_time(owner) == Some(owner_start)
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            format!(
+                "{}: the agent there belongs to automaton pid {owner}, which still runs; \
+                 not stopping it (is another automaton driving this project?)",
+                pid_file.display()
+            ),
+        ));
+    }
     let stopped = match (pid, start) {
         (Some(pid), Some(start))
             if pid.as_raw_pid() > 1
@@ -289,7 +351,12 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
         }
         _ => None,
     };
-    std::fs::remove_file(pid_file)?;
+    std::fs::remove_file(pid_file).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot remove {}: {e}", pid_file.display()),
+        )
+    })?;
     Ok(stopped)
 }
 

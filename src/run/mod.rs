@@ -10,6 +10,7 @@ pub mod phase;
 pub mod preflight;
 pub mod progress;
 pub mod record;
+pub mod recover;
 pub mod subtasks;
 
 use crate::settings::{Settings, SettingsError};

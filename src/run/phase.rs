@@ -46,7 +46,7 @@ pub fn render_prompt(
         inputs.push_str("- (none yet)\n");
     }
     let rules = match settings.find_file(".rules.md") {
-        Some((path, _)) => fs::read_to_string(&path).unwrap_or_default(),
+        Some((path, _)) => crate::fsx::read_to_string(&path).unwrap_or_default(),
         None => "(none)".into(),
     };
     let values = [
@@ -105,7 +105,11 @@ pub struct PhaseRun {
 
 /// Stop an agent that an automaton killed with SIGKILL left running in this task, so that two
 /// agents never work on one task; returns the pid file the next agent records itself in.
-fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> super::Result<PathBuf> {
+pub(super) fn stop_leftover_agent(
+    run: &Run<'_>,
+    task_rel: &str,
+    logs: &Path,
+) -> super::Result<PathBuf> {
     let pid_file = logs.join("agent.pid");
     if let Some(pid) = super::agent::stop_stale_agent(&pid_file, run.limits.kill_grace)? {
         run.progress.event(
@@ -189,6 +193,8 @@ pub fn run_phase_noted(
         || format!("▶ {task_rel}: {} (attempt {attempt})", phase.word()),
     );
     let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
+    // Until this run is judged, what it writes does not count (see `store::task_files`).
+    crate::store::task_files::write_incomplete(task_dir, phase.artifact().file_name())?;
     let started = Instant::now();
     // The live line: task, phase, elapsed seconds and the agent's last line, redrawn on every
     // new line and once a second (terminal only).

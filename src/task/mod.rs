@@ -69,7 +69,7 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
     if let Some((from_rel, from_dir, files)) = task.copy_from {
         origin.from = Some(from_rel.to_string());
         for file in files {
-            if let Ok(bytes) = fs::read(from_dir.join(file)) {
+            if let Ok(bytes) = crate::fsx::read(from_dir.join(file)) {
                 write_atomic(&dir.join(file), &bytes)?;
                 origin
                     .inherited

@@ -5,7 +5,9 @@
 use crate::artifact::decomposition::{Plan, PlanError, parse_decomposition};
 use crate::artifact::verdict::{VerdictDoc, parse_verdict};
 use crate::state::{Artifact, ArtifactSet, State};
-pub use crate::store::task_files::{ORIGIN_FILE, OriginFile, STATE_FILE, STOP_FILE};
+pub use crate::store::task_files::{
+    INCOMPLETE_FILE, ORIGIN_FILE, OriginFile, STATE_FILE, STOP_FILE,
+};
 use std::fs;
 use std::io::Read;
 use std::path::Path;
@@ -30,6 +32,9 @@ pub struct Snapshot {
     pub has_subtasks_dir: bool,
     /// Whether `.state.inputs` exists (the inputs each phase was given, for staleness).
     pub has_inputs: bool,
+    /// The artifact a phase run that did not finish was writing (`.incomplete`): it does not
+    /// count, whatever it holds.
+    pub incomplete: Option<Artifact>,
 }
 
 /// FNV-1a, 64 bit: enough to tell whether an inherited copy was rewritten.
@@ -44,6 +49,17 @@ pub fn content_hash(bytes: &[u8]) -> String {
 
 /// Read a task folder. `rel` names it in warnings.
 pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snapshot {
+    read_snapshot_with(dir, rel, warnings, true)
+}
+
+/// [`read_snapshot`]; `honour_incomplete: false` reads the artifact `.incomplete` names as if
+/// the marker were not there (to judge the run that wrote it, before the marker goes).
+pub fn read_snapshot_with(
+    dir: &Path,
+    rel: &str,
+    warnings: &mut Vec<String>,
+    honour_incomplete: bool,
+) -> Snapshot {
     let mut snap = Snapshot::default();
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -64,6 +80,7 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
                 STATE_FILE => control.push(STATE_FILE),
                 ORIGIN_FILE => control.push(ORIGIN_FILE),
                 STOP_FILE => control.push(STOP_FILE),
+                INCOMPLETE_FILE => control.push(INCOMPLETE_FILE),
                 SUBTASKS_DIR => snap.has_subtasks_dir = true,
                 crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
                 _ => {}
@@ -72,7 +89,7 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
     }
     if control.contains(&ORIGIN_FILE) {
         let path = dir.join(ORIGIN_FILE);
-        match fs::read(&path).map(|b| serde_json::from_slice::<OriginFile>(&b)) {
+        match crate::fsx::read(&path).map(|b| serde_json::from_slice::<OriginFile>(&b)) {
             Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(o),
             Ok(Ok(o)) => warnings.push(format!(
                 "{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)",
@@ -84,6 +101,16 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
             Err(e) => warnings.push(format!("{rel}/{ORIGIN_FILE}: cannot read: {e}")),
         }
     }
+    if control.contains(&INCOMPLETE_FILE) {
+        match crate::store::task_files::read_incomplete(dir) {
+            Ok(a) => snap.incomplete = a,
+            Err(e) => warnings.push(format!("{rel}/{INCOMPLETE_FILE}: {e}")),
+        }
+        // An artifact a phase run was still writing never counts.
+        if honour_incomplete {
+            present.retain(|a| Some(*a) != snap.incomplete);
+        }
+    }
     // VERDICT.md and DECOMPOSITION.md are parsed anyway: read them once.
     let mut texts: Vec<(Artifact, String)> = Vec::new();
     for a in present {
@@ -93,7 +120,7 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
             .as_ref()
             .and_then(|o| o.inherited.get(a.file_name()));
         let counts = match inherited {
-            Some(hash) => match fs::read(&path) {
+            Some(hash) => match crate::fsx::read(&path) {
                 Ok(bytes) => has_content(&bytes) && content_hash(&bytes) != *hash,
                 Err(e) => {
                     warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
@@ -153,7 +180,7 @@ pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snaps
         }
     }
     if control.contains(&STOP_FILE) {
-        match fs::read(dir.join(STOP_FILE)) {
+        match crate::fsx::read(dir.join(STOP_FILE)) {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes).trim().to_string();
                 snap.stop = Some(if text.is_empty() {
@@ -175,7 +202,7 @@ fn has_content(bytes: &[u8]) -> bool {
 /// Whether a file holds anything but whitespace, reading only as far as needed; and whether
 /// the part read is valid UTF-8.
 fn probe_content(path: &Path) -> std::io::Result<(bool, bool)> {
-    let mut file = fs::File::open(path)?;
+    let mut file = crate::fsx::open_regular(path)?;
     let mut buf = [0u8; 4096];
     let mut first = true;
     let mut utf8_ok = true;
