@@ -412,7 +412,7 @@ fn f8_fifo_in_place_of_an_input_does_not_hang_status() {
     let _ = std::fs::remove_file(p.join(".automaton/config.md"));
     rustix::fs::mkfifoat(
         rustix::fs::CWD,
-        &p.join(".automaton/config.md"),
+        p.join(".automaton/config.md"),
         rustix::fs::Mode::from_raw_mode(0o644),
     )
     .unwrap();
@@ -472,4 +472,241 @@ fn f8_unwritable_tasks_folder_error_names_the_path() {
 #[allow(dead_code)]
 fn unused() {
     let _ = process_gone(0);
+}
+
+/// A small deterministic generator (xorshift64*): no dependency, reproducible by seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    /// Text built from the tokens the formats use, plus raw bytes.
+    fn text(&mut self, max: usize) -> Vec<u8> {
+        const TOKENS: &[&str] = &[
+            "\n",
+            "|",
+            " | ",
+            "---",
+            "Verdict:",
+            "PASS",
+            "FAIL",
+            "NEEDS_REVIEW",
+            "## Findings",
+            "- ",
+            "* ",
+            "#",
+            "**",
+            "Sub-task",
+            "Wave",
+            "Depends on",
+            "Files",
+            "Scope",
+            "1",
+            "2",
+            "-1",
+            "99999999999999999999",
+            "a",
+            "b",
+            ", ",
+            "{",
+            "}",
+            "[",
+            "]",
+            "\"",
+            ":",
+            "null",
+            "\"start\"",
+            "\"inherited\"",
+            "new",
+            "referee",
+            "complete",
+            "SPEC.md",
+            "- **Agent command**: ",
+            "- **Autopilot**: ",
+            "Enabled",
+            "k",
+            "tokens",
+            "\u{feff}",
+            "\u{fffd}",
+            "\r\n",
+            "\t",
+            "é",
+            "\\",
+            "`",
+            "../",
+            "/",
+            "\0",
+        ];
+        let n = self.below(max + 1);
+        let mut out = Vec::new();
+        for _ in 0..n {
+            if self.below(10) == 0 {
+                out.push(self.next() as u8);
+            } else {
+                out.extend_from_slice(TOKENS[self.below(TOKENS.len())].as_bytes());
+            }
+        }
+        out
+    }
+}
+
+fn fuzz_cases(default: usize) -> usize {
+    std::env::var("AUTOMATON_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Every parser and reader of issue 11's list, on generated input: no panic, and every error
+/// or warning names the file it is about.
+#[test]
+fn fuzz_every_parser_and_reader() {
+    use automaton::artifact::{decomposition::parse_decomposition, verdict::parse_verdict};
+    use automaton::store::{approvals, inputs, journal, task_files, vram_cache};
+    let cases = fuzz_cases(2000);
+    let seed = std::env::var("AUTOMATON_FUZZ_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x1234_5678_9abc_def1u64);
+    let mut rng = Rng(seed);
+    let root = tempfile::tempdir().unwrap();
+    let task = root.path().join("tasks/t");
+    std::fs::create_dir_all(task.join("logs")).unwrap();
+    std::fs::create_dir_all(root.path().join(".automaton")).unwrap();
+    let files = [
+        "DECOMPOSITION.md",
+        "VERDICT.md",
+        "SPEC.md",
+        ".state",
+        ".origin",
+        ".stop",
+        ".incomplete",
+        ".state.approvals",
+        ".state.inputs",
+        "logs/journal.jsonl",
+    ];
+    for case in 0..cases {
+        let which = rng.below(files.len() + 3);
+        let bytes = rng.text(200);
+        let text = String::from_utf8_lossy(&bytes);
+        let _ = parse_verdict(&text);
+        if let Err(e) = parse_decomposition(&text) {
+            let _ = e.to_string();
+        }
+        let _ = task_files::parse_incomplete(&bytes);
+        let _ = automaton::state::State::parse(&text);
+        match which {
+            w if w < files.len() => std::fs::write(task.join(files[w]), &bytes).unwrap(),
+            w if w == files.len() => {
+                std::fs::write(root.path().join(".automaton/config.md"), &bytes).unwrap()
+            }
+            w if w == files.len() + 1 => {
+                std::fs::write(root.path().join(".automaton/.agent.md"), &bytes).unwrap()
+            }
+            _ => std::fs::write(vram_cache::path(root.path()), &bytes).unwrap(),
+        }
+        let mut warnings = Vec::new();
+        let _ = automaton::task::snapshot::read_snapshot(&task, "tasks/t", &mut warnings);
+        for w in &warnings {
+            assert!(
+                w.contains("tasks/t"),
+                "case {case}: warning without the file: {w}"
+            );
+        }
+        let (_, warns) = approvals::read(&task, "tasks/t");
+        for w in &warns {
+            assert!(w.contains("tasks/t"), "case {case}: {w}");
+        }
+        // `inputs::read` returns the reason; its one caller (staleness) names the file.
+        let _ = inputs::read(&task);
+        let tree = automaton::task::TaskTree::load_task(
+            root.path(),
+            "tasks/t",
+            &automaton::state::PhaseConfig::default(),
+        );
+        for w in &tree.warnings {
+            assert!(w.contains("tasks/t"), "case {case}: {w}");
+        }
+        if let Err(e) = task_files::read_incomplete(&task) {
+            assert!(e.to_string().contains(".incomplete"), "case {case}: {e}");
+        }
+        let _ = journal::usage(&task);
+        let _ = vram_cache::load(root.path(), "key");
+        if let Err(e) = automaton::settings::Settings::load(root.path()) {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("config.md")
+                    || msg.contains(".agent.md")
+                    || msg.contains(".automaton"),
+                "case {case}: settings error without the file: {msg}"
+            );
+        }
+    }
+    eprintln!("fuzz: {cases} cases, seed {seed}");
+}
+
+/// Every parser is linear: 8 times the input takes well under 8² times as long.
+#[test]
+fn parsers_are_linear_in_their_input() {
+    use automaton::artifact::{decomposition::parse_decomposition, verdict::parse_verdict};
+    let time = |f: &dyn Fn()| {
+        (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed()
+            })
+            .min()
+            .unwrap()
+    };
+    let patterns: [(&str, &dyn Fn(&str)); 3] = [
+        ("- the same bug again\n", &|t| {
+            let _ = parse_verdict(&format!("Verdict: FAIL\n## Findings\n{t}"));
+        }),
+        ("| a | 1 | a | 4k | src/a.rs | same |\n", &|t| {
+            let _ = parse_decomposition(&format!(
+                "| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n{t}"
+            ));
+        }),
+        ("Verdict: PASS\n", &|t| {
+            let _ = parse_verdict(t);
+        }),
+    ];
+    for (pattern, parse) in patterns {
+        let small = pattern.repeat(1000);
+        let big = pattern.repeat(8000);
+        let (t1, t8) = (time(&|| parse(&small)), time(&|| parse(&big)));
+        assert!(
+            t8 < t1 * 24 + Duration::from_millis(20),
+            "{pattern:?}: 1x {t1:?}, 8x {t8:?}"
+        );
+    }
+    // The fix tasks of a FAIL verdict with many identical findings (finding 8), through status.
+    let p = project();
+    let fail = |n: usize| {
+        let mut v = String::from("Verdict: FAIL\n\n## Findings\n");
+        v.push_str(&"- same\n".repeat(n));
+        v
+    };
+    p.write("tasks/v/SPEC.md", "s\n");
+    let mut took = Vec::new();
+    for n in [500, 4000] {
+        p.write("tasks/v/VERDICT.md", fail(n));
+        let t = Instant::now();
+        p.cmd().args(["status", "--json"]).assert().code(0);
+        took.push(t.elapsed());
+    }
+    assert!(
+        took[1] < took[0] * 24 + Duration::from_millis(200),
+        "status: 500 findings {:?}, 4000 {:?}",
+        took[0],
+        took[1]
+    );
 }

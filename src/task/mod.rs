@@ -70,10 +70,7 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
             libc::umask(m);
             m
         };
-        let _ = fs::set_permissions(
-            tmp.path(),
-            fs::Permissions::from_mode(0o777 & !umask),
-        );
+        let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o777 & !umask));
     }
     fill_task(tmp.path(), task)?;
     let staged = tmp.keep();
