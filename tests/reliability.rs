@@ -666,7 +666,8 @@ fn parsers_are_linear_in_their_input() {
             .min()
             .unwrap()
     };
-    let patterns: [(&str, &dyn Fn(&str)); 3] = [
+    type Parse<'a> = &'a dyn Fn(&str);
+    let patterns: [(&str, Parse<'_>); 3] = [
         ("- the same bug again\n", &|t| {
             let _ = parse_verdict(&format!("Verdict: FAIL\n## Findings\n{t}"));
         }),
