@@ -89,16 +89,18 @@ pub fn main(args: &[String]) -> i32 {
     let mut status: Option<i32> = None;
     let mut stopping_since: Option<Instant> = None;
     loop {
-        reap(child_pid, &mut status);
+        let _ = reap(child_pid, &mut status);
         if let Some(st) = status {
             // The agent is done: whatever it left (in or out of its group) goes too.
             stop_descendants(grace, &mut status, child_pid);
+            reap_all(child_pid, &mut status);
             return exit_like(st);
         }
         let orphaned = control_closed(control);
         if orphaned {
             // Automaton is gone: nobody watches the agent any more.
             stop_descendants(grace, &mut status, child_pid);
+            reap_all(child_pid, &mut status);
             return 137;
         }
         if stop.load(Ordering::SeqCst) {
@@ -135,18 +137,32 @@ fn control_closed(control: BorrowedFd<'_>) -> bool {
 }
 
 /// Reap every exited child (the agent and orphans reparented to us); the agent's raw status
-/// lands in `status`.
-fn reap(child: i32, status: &mut Option<i32>) {
+/// lands in `status`. Returns whether no child at all is left (ECHILD).
+fn reap(child: i32, status: &mut Option<i32>) -> bool {
     loop {
         let mut st = 0;
         // SAFETY: waitpid with a valid out-pointer.
         let pid = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
-        if pid <= 0 {
-            return;
+        if pid < 0 {
+            return true;
+        }
+        if pid == 0 {
+            return false;
         }
         if pid == child {
             *status = Some(st);
         }
+    }
+}
+
+/// Before the shim exits: reap what is left, so that no zombie is handed to an init that may
+/// never reap it (in a container, pid 1 often does not).
+fn reap_all(child: i32, status: &mut Option<i32>) {
+    for _ in 0..50 {
+        if reap(child, status) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -157,7 +173,7 @@ fn stop_descendants(grace: Duration, status: &mut Option<i32>, child: i32) {
     }
     let end = Instant::now() + grace;
     while Instant::now() < end {
-        reap(child, status);
+        let _ = reap(child, status);
         if descendants().is_empty() {
             return;
         }
@@ -166,7 +182,7 @@ fn stop_descendants(grace: Duration, status: &mut Option<i32>, child: i32) {
     signal_descendants(libc::SIGKILL);
     let end = Instant::now() + Duration::from_secs(1);
     while Instant::now() < end && !descendants().is_empty() {
-        reap(child, status);
+        let _ = reap(child, status);
         std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -5,13 +5,18 @@
 set -u
 d=$AUTOMATON_TASK_DIR
 mkdir -p "$d/.chaos-agents"
+# Start time of a process (field 22 of /proc/<pid>/stat): a recycled pid is not the agent.
+# A zombie (state Z) is not running: it gives no start time.
+started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '$1 != "Z" && $1 != "X" {print $20}'; }
 for f in "$d"/.chaos-agents/*; do
   [ -f "$f" ] || continue
   p=${f##*/}
-  if kill -0 "$p" 2>/dev/null; then echo "two_agents $AUTOMATON_TASK $AUTOMATON_PHASE $p" >> "$CHAOS_DIR/violations"; fi
+  if [ -n "$(started "$p")" ] && [ "$(started "$p")" = "$(cat "$f")" ]; then
+    echo "two_agents $AUTOMATON_TASK $AUTOMATON_PHASE $p" >> "$CHAOS_DIR/violations"
+  fi
   rm -f "$f"
 done
-echo $$ > "$d/.chaos-agents/$$"
+started $$ > "$d/.chaos-agents/$$"
 echo $$ >> "$CHAOS_DIR/agent-pids"
 if [ -s "$AUTOMATON_ARTIFACT" ]; then
   echo "phase_rerun $AUTOMATON_TASK $AUTOMATON_PHASE" >> "$CHAOS_DIR/violations"
