@@ -656,8 +656,9 @@ fn fuzz_every_parser_and_reader() {
 #[test]
 fn parsers_are_linear_in_their_input() {
     use automaton::artifact::{decomposition::parse_decomposition, verdict::parse_verdict};
+    // The fastest of several runs: a loaded machine slows some, never all.
     let time = |f: &dyn Fn()| {
-        (0..3)
+        (0..7)
             .map(|_| {
                 let t = Instant::now();
                 f();
@@ -700,12 +701,18 @@ fn parsers_are_linear_in_their_input() {
     let mut took = Vec::new();
     for n in [500, 4000] {
         p.write("tasks/v/VERDICT.md", fail(n));
-        let t = Instant::now();
-        p.cmd().args(["status", "--json"]).assert().code(0);
-        took.push(t.elapsed());
+        let best = (0..3)
+            .map(|_| {
+                let t = Instant::now();
+                p.cmd().args(["status", "--json"]).assert().code(0);
+                t.elapsed()
+            })
+            .min()
+            .unwrap();
+        took.push(best);
     }
     assert!(
-        took[1] < took[0] * 24 + Duration::from_millis(200),
+        took[1] < took[0] * 24 + Duration::from_millis(500),
         "status: 500 findings {:?}, 4000 {:?}",
         took[0],
         took[1]

@@ -401,11 +401,19 @@ pub fn install_signal_handlers() -> io::Result<Arc<AtomicBool>> {
     process::signals::install()
 }
 
+/// Open the agent's log for appending; an error (EMFILE, a read-only or immutable folder)
+/// names the file.
 fn open_log(path: &Path) -> io::Result<File> {
+    let named =
+        |e: io::Error| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()));
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir)?;
+        fs::create_dir_all(dir).map_err(named)?;
     }
-    OpenOptions::new().create(true).append(true).open(path)
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(named)
 }
 
 /// Reads the output as it comes: detects contract lines across read boundaries and keeps the

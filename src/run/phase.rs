@@ -159,7 +159,9 @@ pub fn run_phase_noted(
     note: Option<&str>,
 ) -> super::Result<PhaseRun> {
     let logs = task_dir.join("logs");
-    fs::create_dir_all(&logs)?;
+    fs::create_dir_all(&logs).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
+    })?;
     let attempt = next_attempt(&logs, phase.word());
     let log = logs.join(format!("{}-{attempt}.log", phase.word()));
     let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
@@ -295,7 +297,9 @@ pub fn run_verify(
     stem: &str,
 ) -> super::Result<Option<(StopKind, String)>> {
     let logs = task_dir.join("logs");
-    fs::create_dir_all(&logs)?;
+    fs::create_dir_all(&logs).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
+    })?;
     let attempt = next_attempt(&logs, stem);
     let log = logs.join(format!("{stem}-{attempt}.log"));
     run.progress.event(

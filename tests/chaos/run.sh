@@ -72,11 +72,13 @@ while [ $kills -lt "$KILLS" ]; do
   mode=$([ $((i % 2)) = 0 ] && echo piecewise || echo atomic)
   jobs=$([ $((i % 4)) -lt 2 ] && echo 1 || echo 4)
   P=$WORK/p$i; new_project "$P" "$mode"
-  first=1; tries=0
+  tries=0
   while :; do
     tries=$((tries+1))
-    if [ $first = 1 ]; then orch "$P" "$jobs" "chaos project" >/dev/null 2>&1 & else orch "$P" "$jobs" --task tasks/chaos-project >/dev/null 2>&1 & fi
-    pid=$!; first=0
+    # Until the task folder exists (a kill in the first milliseconds leaves none, never half
+    # of one), the rerun repeats the request; then it names the task.
+    if [ ! -d "$P/tasks/chaos-project" ]; then orch "$P" "$jobs" "chaos project" >/dev/null 2>&1 & else orch "$P" "$jobs" --task tasks/chaos-project >/dev/null 2>&1 & fi
+    pid=$!
     delay=$(( (RANDOM % 600) + 20 ))
     sleep "$(printf '0.%03d' "$delay")"
     if kill -0 $pid 2>/dev/null && [ $tries -lt 60 ] && [ $kills -lt "$KILLS" ]; then
