@@ -84,7 +84,7 @@ fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     // `>` would make it under the usual umask (tempfile alone would make it 0600).
     let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".automaton-tmp-")
+        .prefix(TEMP_PREFIX)
         .permissions(fs::Permissions::from_mode(mode))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
@@ -111,7 +111,7 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     };
     fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
-        .prefix(".automaton-tmp-")
+        .prefix(TEMP_PREFIX)
         .permissions(fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)?;
     tmp.write_all(bytes)?;
@@ -127,9 +127,53 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     Ok(true)
 }
 
+/// Open an input file for reading, refusing anything but a regular file: a FIFO put in place
+/// of an input would block `open(2)` (and every command, `status` included) until a writer
+/// came, and a device could be read forever. The open is non-blocking, the type is checked on
+/// the descriptor (no race with a swap of the path), then blocking reads are restored.
+pub fn open_regular(path: impl AsRef<Path>) -> io::Result<fs::File> {
+    let path = path.as_ref();
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())?;
+    Ok(file)
+}
+
+/// `std::fs::read`, for regular files only ([`open_regular`]).
+pub fn read(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
+    let mut file = open_regular(path)?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// `std::fs::read_to_string`, for regular files only ([`open_regular`]).
+pub fn read_to_string(path: impl AsRef<Path>) -> io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Whether a name is one of [`write_atomic`]'s temporary files (left behind by a crash between
+/// creating and renaming it): such a file never counts as content of a folder.
+pub fn is_temp_name(name: &str) -> bool {
+    name.starts_with(TEMP_PREFIX)
+}
+
+/// The prefix of [`write_atomic`]'s temporary files.
+pub const TEMP_PREFIX: &str = ".automaton-tmp-";
+
 /// Read at most `limit` bytes of a file. Returns the bytes and whether the file was longer.
 pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
-    let file = fs::File::open(path)?;
+    let file = open_regular(path)?;
     let mut buf = Vec::new();
     file.take(limit as u64 + 1).read_to_end(&mut buf)?;
     let truncated = buf.len() > limit;
@@ -163,6 +207,18 @@ mod tests {
         );
         let (bytes, cut) = read_prefix(&p, 2).unwrap();
         assert_eq!((bytes.as_slice(), cut), (&b"tw"[..], true));
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("fifo");
+        rustix::fs::mkfifoat(rustix::fs::CWD, &p, rustix::fs::Mode::from_raw_mode(0o644)).unwrap();
+        let e = read(&p).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(read_prefix(&p, 10).is_err());
+        fs::write(dir.path().join("f"), "x").unwrap();
+        assert_eq!(read_to_string(dir.path().join("f")).unwrap(), "x");
     }
 
     #[test]

@@ -440,7 +440,7 @@ fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> super::Result<
         let rel = format!("tasks/{slug}");
         let dir = ctx.project.join(&rel);
         if dir.exists() {
-            let existing = std::fs::read_to_string(dir.join(TASK_FILE)).unwrap_or_default();
+            let existing = crate::fsx::read_to_string(dir.join(TASK_FILE)).unwrap_or_default();
             if existing
                 .lines()
                 .skip(1)
@@ -449,6 +449,15 @@ fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> super::Result<
                 .trim()
                 == desc.trim()
             {
+                return Ok(Some(rel));
+            }
+            // A folder without TASK.md that holds nothing but `.state` is the remains of a
+            // creation an older automaton was killed in: it is this request's, finished now.
+            if !dir.join(TASK_FILE).exists() && never_started_bare(&dir) {
+                crate::fsx::write_atomic(
+                    &dir.join(TASK_FILE),
+                    format!("# Task\n\n{}\n", desc.trim()).as_bytes(),
+                )?;
                 return Ok(Some(rel));
             }
             return Err(Error::Input(format!(
@@ -655,5 +664,18 @@ fn manual(
         exit::NEEDS_HUMAN
     } else {
         exit::WAITING
+    })
+}
+
+/// Whether a task folder holds nothing but `.state`, `.origin` and temp files.
+fn never_started_bare(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().all(|e| {
+            e.file_name().to_str().is_some_and(|n| {
+                n == crate::store::task_files::STATE_FILE
+                    || n == crate::store::task_files::ORIGIN_FILE
+                    || crate::fsx::is_temp_name(n)
+            })
+        })
     })
 }

@@ -14,6 +14,7 @@
 //!   every child group alike; a second signal kills them at once and exits with 130.
 
 pub mod group;
+pub mod shim;
 pub mod signals;
 
 pub use group::{Event, Group, Leftover, Options, Output};

@@ -15,13 +15,14 @@
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::pipe::{PipeFlags, pipe_with};
-use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The signals that stop automaton, handled alike.
-pub const STOP_SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+/// The signals that stop automaton, handled alike. SIGQUIT too: its default action would end
+/// automaton without stopping its agents (and a shell starts background jobs with it ignored).
+pub const STOP_SIGNALS: [i32; 4] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT];
 
 struct Policy {
     flag: Arc<AtomicBool>,

@@ -156,7 +156,7 @@ pub const MAX_PARSE_BYTES: u64 = 16 * 1024 * 1024;
 pub fn parse_log(adapter: &dyn Adapter, log: &Path) -> PhaseReport {
     use std::io::{Read, Seek, SeekFrom};
     let read = || -> std::io::Result<String> {
-        let mut f = std::fs::File::open(log)?;
+        let mut f = crate::fsx::open_regular(log)?;
         let len = f.metadata()?.len();
         let mut skipped = false;
         if len > MAX_PARSE_BYTES {

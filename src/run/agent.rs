@@ -197,6 +197,8 @@ pub fn run_agent_on(
         let record = format!("{}\n", group.record());
         crate::fsx::write_atomic_with(pid_file, record.as_bytes(), durability)?;
     }
+    // Recorded: the agent may start now (the watchdog holds it until this).
+    group.release()?;
 
     let mut scan = LogScan::new();
     let mut last_growth = started;
@@ -272,7 +274,7 @@ pub fn run_agent_on(
 /// a recycled pid is left alone), TERM its group, wait up to `grace`, then KILL. Returns the
 /// pid it stopped. The pid file is removed either way.
 pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u32>> {
-    let text = match std::fs::read_to_string(pid_file) {
+    let text = match crate::fsx::read_to_string(pid_file) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -283,6 +285,23 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
         .and_then(|p| p.parse::<i32>().ok())
         .and_then(rustix::process::Pid::from_raw);
     let start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
+    // The automaton that ran it: while that one lives, the agent is not a leftover (two
+    // automatons on one project: the lock was side-stepped), and it is never stopped here.
+    let owner: Option<u32> = parts.next().and_then(|s| s.parse().ok());
+    let owner_start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
+    if let (Some(owner), Some(owner_start)) = (owner, owner_start)
+        && owner != std::process::id()
+        && process::group::start_time(owner) == Some(owner_start)
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            format!(
+                "{}: the agent there belongs to automaton pid {owner}, which still runs; \
+                 not stopping it (is another automaton driving this project?)",
+                pid_file.display()
+            ),
+        ));
+    }
     let stopped = match (pid, start) {
         (Some(pid), Some(start))
             if pid.as_raw_pid() > 1
@@ -295,7 +314,12 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
         }
         _ => None,
     };
-    std::fs::remove_file(pid_file)?;
+    std::fs::remove_file(pid_file).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot remove {}: {e}", pid_file.display()),
+        )
+    })?;
     Ok(stopped)
 }
 
@@ -340,11 +364,19 @@ pub fn install_signal_handlers() -> io::Result<Arc<AtomicBool>> {
     process::signals::install()
 }
 
+/// Open the agent's log for appending; an error (EMFILE, a read-only or immutable folder)
+/// names the file.
 pub(crate) fn open_log(path: &Path) -> io::Result<File> {
+    let named =
+        |e: io::Error| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()));
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir)?;
+        fs::create_dir_all(dir).map_err(named)?;
     }
-    OpenOptions::new().create(true).append(true).open(path)
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(named)
 }
 
 /// Reads the output as it comes: detects contract lines across read boundaries and keeps the

@@ -60,11 +60,11 @@ const VERIFIED_FILE: &str = "logs/verified";
 
 /// The hash the verify command last passed for, if any.
 fn verified_hash(dir: &Path) -> Option<String> {
-    std::fs::read_to_string(dir.join(VERIFIED_FILE)).ok()
+    crate::fsx::read_to_string(dir.join(VERIFIED_FILE)).ok()
 }
 
 fn verdict_hash(dir: &Path) -> Option<String> {
-    std::fs::read(dir.join(Artifact::Verdict.file_name()))
+    crate::fsx::read(dir.join(Artifact::Verdict.file_name()))
         .ok()
         .map(|b| content_hash(&b))
 }
@@ -92,6 +92,8 @@ fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
 /// the facts, asks [`next_action`] what to do, and does it.
 pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome> {
     let dir = run.settings.project.join(rel);
+    // What a killed run left behind is stopped and set aside before anything is decided.
+    super::recover::recover(run, rel)?;
     if explicit {
         clear_stops(run, rel)?;
     }
@@ -722,10 +724,16 @@ fn one_phase(
         );
         return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
     }
-    let tree = load(run, rel);
+    let mut tree = load(run, rel);
     let Some(node) = tree.nodes.first() else {
         return Err(super::RunError::TaskGone(rel.to_string()));
     };
+    // The run that wrote the artifact is judged on it, marker or not.
+    let mut judged_node = node.clone();
+    if node.snap.incomplete == Some(phase.artifact()) {
+        judged_node.snap = crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut Vec::new());
+    }
+    let node = &judged_node;
     let judged = judge_phase(&PhaseFacts {
         phase,
         end: super::end_of(&o.end),
@@ -737,6 +745,9 @@ fn one_phase(
         artifact: artifact_check(node, dir, phase.artifact()),
         log: &log_rel,
     });
+    // What the agent wrote counts only once the run was judged a success; after a failure (a
+    // timeout, a crash mid-write, a malformed file) the marker stays, and the next run sets the
+    // artifact aside under logs/incomplete/ and runs the phase again.
     if let Err((kind, reason)) = judged {
         return Ok(PhaseEnd::Failed {
             kind,
@@ -744,6 +755,14 @@ fn one_phase(
             rate_limited: rep.rate_limited,
             attempt: pr.attempt,
         });
+    }
+    if tree
+        .nodes
+        .first()
+        .is_some_and(|n| n.snap.incomplete.is_some())
+    {
+        crate::store::task_files::clear_incomplete(dir)?;
+        tree = load(run, rel);
     }
     // Nothing an agent did exists only as uncommitted files.
     if let (Some(iso), Some(ws)) = (run.isolation, ws) {
@@ -1048,6 +1067,8 @@ fn run_waves(
         let mut gated: Vec<u32> = Vec::new();
         // Sub-tasks that stopped to wait for a person: (name, kind, reason).
         let mut held: Vec<(String, StopKind, String)> = Vec::new();
+        // Sub-tasks whose drive ended on an error: never started again in this run.
+        let mut errored: Vec<String> = Vec::new();
         loop {
             let stopping = run_stop.is_some()
                 || parent_stop.is_some()
@@ -1106,6 +1127,7 @@ fn run_waves(
                     // Two ready rows may overlap each other: check against those started now.
                     // A held sub-task waits for a person; a later wave waits for its gate.
                     if held.iter().any(|(h, _, _)| *h == row.name)
+                        || errored.contains(&row.name)
                         || !gate_open(row.wave)
                         || running.iter().any(|r| {
                             plan.row(r)
@@ -1165,14 +1187,24 @@ fn run_waves(
                 }
                 Ok(_) => {}
                 Err(e) => {
+                    errored.push(name.clone());
                     let dir = run
                         .settings
                         .project
                         .join(format!("{parent_rel}/subtasks/{name}"));
                     let reason = format!("error: {e:#}");
-                    let _ = write_stop(&dir, &reason);
                     run.progress
                         .line(&format!("✘ {parent_rel}/subtasks/{name}: {reason}"));
+                    // Stopped for a person: recorded in its `.stop` when the folder can be
+                    // written, and in any case never started again in this run (a folder
+                    // that cannot be written would otherwise be retried at once, forever).
+                    if let Err(w) = write_stop(&dir, &reason) {
+                        let reason = format!(
+                            "{parent_rel}/subtasks/{name} stopped on an error ({reason}), and \
+                             its stop could not be recorded either: {w}"
+                        );
+                        held.push((name, StopKind::NeedsHuman, reason));
+                    }
                 }
             }
         }
@@ -1278,7 +1310,7 @@ fn integration_gates(
             .and_then(|iso| iso.repo.branch_tip(&parent.branch))
             .unwrap_or_default();
         let record = parent_dir.join(format!("logs/integration-{wave}.passed"));
-        if std::fs::read_to_string(&record).is_ok_and(|t| t.trim() == tip) {
+        if crate::fsx::read_to_string(&record).is_ok_and(|t| t.trim() == tip) {
             gated.push(wave);
             continue;
         }

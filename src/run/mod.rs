@@ -13,6 +13,7 @@ pub mod ports;
 pub mod preflight;
 pub mod progress;
 pub mod record;
+pub mod recover;
 pub mod retry;
 pub mod subtasks;
 pub mod vram;

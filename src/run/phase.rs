@@ -46,7 +46,7 @@ pub fn render_prompt(
         inputs.push_str("- (none yet)\n");
     }
     let rules = match settings.find_file(".rules.md") {
-        Some((path, _)) => fs::read_to_string(&path).unwrap_or_default(),
+        Some((path, _)) => crate::fsx::read_to_string(&path).unwrap_or_default(),
         None => "(none)".into(),
     };
     let values = [
@@ -107,7 +107,11 @@ pub struct PhaseRun {
 
 /// Stop an agent that an automaton killed with SIGKILL left running in this task, so that two
 /// agents never work on one task; returns the pid file the next agent records itself in.
-fn stop_leftover_agent(run: &Run<'_>, task_rel: &str, logs: &Path) -> super::Result<PathBuf> {
+pub(super) fn stop_leftover_agent(
+    run: &Run<'_>,
+    task_rel: &str,
+    logs: &Path,
+) -> super::Result<PathBuf> {
     let pid_file = logs.join("agent.pid");
     if let Some(what) = super::executor::stop_stale(&pid_file, run.limits.kill_grace)? {
         // `pid 123` or `Slurm job 45`.
@@ -176,7 +180,9 @@ pub fn run_phase_noted(
     note: Option<&str>,
 ) -> super::Result<PhaseRun> {
     let logs = task_dir.join("logs");
-    fs::create_dir_all(&logs)?;
+    fs::create_dir_all(&logs).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
+    })?;
     // A Slurm job an earlier, killed run submitted for this phase: re-attach to it (same
     // attempt, same log) rather than submit a second job.
     let reattach = reattachable_job(run, phase, &logs);
@@ -228,6 +234,8 @@ pub fn run_phase_noted(
         }
         None => stop_leftover_agent(run, task_rel, &logs)?,
     };
+    // Until this run is judged, what it writes does not count (see `store::task_files`).
+    crate::store::task_files::write_incomplete(task_dir, phase.artifact().file_name())?;
     let started = Instant::now();
     // The live line: task, phase, elapsed seconds and the agent's last line, redrawn on every
     // new line and once a second (terminal only).
@@ -394,7 +402,9 @@ fn run_check(
     stem: &str,
 ) -> super::Result<Option<(StopKind, String)>> {
     let logs = task_dir.join("logs");
-    fs::create_dir_all(&logs)?;
+    fs::create_dir_all(&logs).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
+    })?;
     let attempt = next_attempt(&logs, stem);
     let log = logs.join(format!("{stem}-{attempt}.log"));
     run.progress.event(

@@ -132,9 +132,10 @@ fn never_started(dir: &Path) -> bool {
     match std::fs::read_dir(dir) {
         Ok(entries) => entries.into_iter().all(|e| {
             e.is_ok_and(|e| {
+                // A temp file of an interrupted atomic write is not work.
                 e.file_name()
                     .to_str()
-                    .is_some_and(|n| SYNC_FILES.contains(&n))
+                    .is_some_and(|n| SYNC_FILES.contains(&n) || crate::fsx::is_temp_name(n))
             })
         }),
         Err(_) => false,

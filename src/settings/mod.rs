@@ -825,7 +825,7 @@ impl Settings {
     pub fn template(&self, kind: &str, phase: &str) -> Result<(String, String), SettingsError> {
         let rel = format!("{kind}/{phase}.md");
         if let Some((path, _)) = self.find_file(&rel) {
-            let text = std::fs::read_to_string(&path).map_err(|source| SettingsError::Read {
+            let text = crate::fsx::read_to_string(&path).map_err(|source| SettingsError::Read {
                 path: path.clone(),
                 source,
             })?;

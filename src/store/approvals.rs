@@ -68,7 +68,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// SHA-256 of a file's content; `None` when it cannot be read.
 pub fn sha256_file(path: &Path) -> Option<String> {
-    fs::read(path).ok().map(|b| sha256_hex(&b))
+    crate::fsx::read(path).ok().map(|b| sha256_hex(&b))
 }
 
 /// Who is deciding: `$USER`, else `$LOGNAME`, else `unknown`.

@@ -29,7 +29,7 @@ pub struct InputsFile {
 
 /// Read `.state.inputs`: `Ok(None)` when absent, `Err(why)` when unreadable.
 pub fn read(task_dir: &Path) -> Result<Option<InputsFile>, String> {
-    match std::fs::read(task_dir.join(INPUTS_FILE)) {
+    match crate::fsx::read(task_dir.join(INPUTS_FILE)) {
         Ok(bytes) => match serde_json::from_slice::<InputsFile>(&bytes) {
             Ok(f) if f.v == INPUTS_VERSION => Ok(Some(f)),
             Ok(f) => Err(format!("version {} is not known to this automaton", f.v)),

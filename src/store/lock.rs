@@ -1,6 +1,7 @@
-//! One orchestrator drives a project at a time: an flock on `.automaton/lock`.
+//! One orchestrator drives a project at a time: an flock on the project folder itself, with
+//! the holder's details in `.automaton/lock` (see [`acquire`]).
 //!
-//! The lock is `File::try_lock` (flock(2) on Unix) on `<project>/.automaton/lock`. The kernel
+//! The lock is `File::try_lock` (flock(2) on Unix) on a descriptor of `<project>`. The kernel
 //! drops it when the holder's process dies, even on SIGKILL, so a stale lock of a dead process
 //! is simply taken over. The file is never deleted (unlinking races with a process about to open
 //! it); after locking, the holder rewrites it with its pid, start time and command line so that a
@@ -8,20 +9,20 @@
 //! not inherit the lock. flock may not work on some network filesystems (NFSv4): the project must
 //! be on a local filesystem; a failing flock is reported as `LockError::Io`.
 
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{self, Read, Write};
+use std::fs::{self, File, TryLockError};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Held for the life of the process (or until dropped, which releases the lock).
 #[derive(Debug)]
 pub struct ProjectLock {
-    _file: File,
+    _dir: File,
     path: PathBuf,
 }
 
 impl ProjectLock {
-    /// The lock file, `<project>/.automaton/lock`.
+    /// The holder file, `<project>/.automaton/lock`.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -29,8 +30,8 @@ impl ProjectLock {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    /// Another live process holds the lock. The fields come from the lock file and are `None`
-    /// when it could not be read or parsed (e.g. the holder has locked but not yet written).
+    /// Another live process holds the lock. The fields come from the holder file, or from the
+    /// kernel's lock table when that file is missing or names someone else.
     #[error("{}", held_message(*pid, *since, command.as_deref()))]
     Held {
         pid: Option<u32>,
@@ -53,34 +54,24 @@ impl LockError {
 }
 
 /// Take the project lock, or say who holds it. Never blocks.
+///
+/// The flock is on the project folder itself (a directory descriptor), not on a file in it:
+/// deleting `.automaton/lock` (`git clean -fdX`) or all of `.automaton/` cannot side-step it.
+/// The holder then writes `.automaton/lock` (atomically) with its pid, start time and command
+/// line. A refused process reads that file; when it is missing, not written yet, or names a
+/// process that does not hold the lock, the holder's pid comes from the kernel's lock table
+/// (`/proc/locks`), so the message always names a pid.
 pub fn acquire(project: &Path) -> Result<ProjectLock, LockError> {
     let path = project.join(".automaton").join("lock");
-    let io_err = |source| LockError::Io {
-        path: path.clone(),
+    let io_err = |p: &Path, source| LockError::Io {
+        path: p.to_path_buf(),
         source,
     };
-    fs::create_dir_all(path.parent().unwrap_or(project)).map_err(io_err)?;
-    // No truncate on open: the holder's details must survive until we own the lock.
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io_err)?;
-    match file.try_lock() {
+    let dir = File::open(project).map_err(|e| io_err(project, e))?;
+    match dir.try_lock() {
         Ok(()) => {}
-        Err(TryLockError::WouldBlock) => {
-            let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            let (pid, since, command) = parse_holder(&text);
-            return Err(LockError::Held {
-                pid,
-                since,
-                command,
-            });
-        }
-        Err(TryLockError::Error(e)) => return Err(io_err(e)),
+        Err(TryLockError::WouldBlock) => return Err(holder(project, &dir, &path)),
+        Err(TryLockError::Error(e)) => return Err(io_err(project, e)),
     }
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -94,10 +85,68 @@ pub fn acquire(project: &Path) -> Result<ProjectLock, LockError> {
         std::process::id(),
         command.replace('\n', " ")
     );
-    // Truncate only now that we own it; a reader racing this sees empty details, never garbage.
-    file.set_len(0).map_err(io_err)?;
-    file.write_all(body.as_bytes()).map_err(io_err)?;
-    Ok(ProjectLock { _file: file, path })
+    fs::create_dir_all(path.parent().unwrap_or(project)).map_err(|e| io_err(&path, e))?;
+    crate::fsx::write_atomic(&path, body.as_bytes()).map_err(|e| io_err(&path, e))?;
+    Ok(ProjectLock { _dir: dir, path })
+}
+
+/// Who holds the lock on `project`: the holder file when the kernel agrees, else the kernel.
+fn holder(project: &Path, dir: &File, path: &Path) -> LockError {
+    let kernel = kernel_holder(dir);
+    // The holder writes its file just after locking: give it a moment.
+    for _ in 0..20 {
+        let text = crate::fsx::read_prefix(path, 4096)
+            .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let (pid, since, command) = parse_holder(&text);
+        if pid.is_some() && (kernel.is_none() || pid == kernel) {
+            return LockError::Held {
+                pid,
+                since,
+                command,
+            };
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = project;
+    let command = kernel.and_then(|p| {
+        crate::fsx::read(format!("/proc/{p}/cmdline"))
+            .ok()
+            .map(|b| {
+                String::from_utf8_lossy(&b)
+                    .split('\0')
+                    .filter(|s| !s.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .filter(|c| !c.is_empty())
+    });
+    LockError::Held {
+        pid: kernel,
+        since: None,
+        command,
+    }
+}
+
+/// The pid holding an flock on the file `dir` is open on, from `/proc/locks`
+/// (`1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`).
+fn kernel_holder(dir: &File) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = dir.metadata().ok()?;
+    let (dev, ino) = (meta.dev(), meta.ino());
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let table = crate::fsx::read_to_string("/proc/locks").ok()?;
+    table.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (kind, pid, id) = (f.get(1)?, f.get(4)?, f.get(5)?);
+        let mut parts = id.split(':');
+        let maj = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let min = u32::from_str_radix(parts.next()?, 16).ok()?;
+        let i: u64 = parts.next()?.parse().ok()?;
+        (*kind == "FLOCK" && maj == major && min == minor && i == ino)
+            .then(|| pid.parse().ok())
+            .flatten()
+    })
 }
 
 /// Who holds (or last held) the lock, as the lock file says.

@@ -6,6 +6,10 @@
 //!   rewritten;
 //! - `.stop`   — one line: why the orchestrator stopped the task (timeout, cap, agent failure).
 //!   The next `orchestrate` of that task removes it and tries again.
+//! - `.incomplete` — one line: the file name of the artifact a phase run is writing. Written
+//!   before the agent starts and removed once the run was judged (as Snakemake marks its
+//!   incomplete outputs): while it is there, that artifact does not count, and the next
+//!   `orchestrate` moves it under `logs/incomplete/` (never deleting it) and runs the phase again.
 
 use crate::fsx::write_atomic;
 use crate::state::State;
@@ -17,6 +21,7 @@ use std::path::Path;
 pub const STATE_FILE: &str = ".state";
 pub const ORIGIN_FILE: &str = ".origin";
 pub const STOP_FILE: &str = ".stop";
+pub const INCOMPLETE_FILE: &str = ".incomplete";
 
 /// `.origin`: how a task was created.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -62,5 +67,77 @@ pub fn clear_stop(dir: &Path) -> io::Result<()> {
             format!("cannot remove {}: {e}", path.display()),
         )),
         _ => Ok(()),
+    }
+}
+
+/// Mark `artifact` (a file name) as being written by a phase run that has not finished.
+pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<()> {
+    write_atomic(
+        &dir.join(INCOMPLETE_FILE),
+        format!("{artifact}\n").as_bytes(),
+    )
+}
+
+/// The artifact `.incomplete` names: `Ok(None)` when there is no marker; an unreadable or
+/// unknown marker is an error naming the file.
+pub fn read_incomplete(dir: &Path) -> io::Result<Option<crate::state::Artifact>> {
+    let path = dir.join(INCOMPLETE_FILE);
+    match crate::fsx::read_prefix(&path, 256) {
+        Ok((bytes, _)) => parse_incomplete(&bytes).map(Some).map_err(|why| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{}: {why}", path.display()),
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("cannot read {}: {e}", path.display()),
+        )),
+    }
+}
+
+/// Parse the body of `.incomplete`: one artifact file name.
+pub fn parse_incomplete(bytes: &[u8]) -> Result<crate::state::Artifact, String> {
+    let text = String::from_utf8_lossy(bytes);
+    let name = text.trim();
+    crate::state::Artifact::from_file_name(name).ok_or_else(|| {
+        format!(
+            "names no artifact (`{}`)",
+            name.chars().take(40).collect::<String>()
+        )
+    })
+}
+
+/// Remove `.incomplete` (the phase run was judged); a missing file is fine.
+pub fn clear_incomplete(dir: &Path) -> io::Result<()> {
+    let path = dir.join(INCOMPLETE_FILE);
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io::Error::new(
+            e.kind(),
+            format!("cannot remove {}: {e}", path.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn incomplete_marker_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read_incomplete(dir.path()).unwrap().is_none());
+        write_incomplete(dir.path(), "SPEC.md").unwrap();
+        assert_eq!(
+            read_incomplete(dir.path()).unwrap(),
+            Some(crate::state::Artifact::Spec)
+        );
+        std::fs::write(dir.path().join(INCOMPLETE_FILE), "../x").unwrap();
+        let e = read_incomplete(dir.path()).unwrap_err().to_string();
+        assert!(e.contains(INCOMPLETE_FILE), "{e}");
+        clear_incomplete(dir.path()).unwrap();
+        clear_incomplete(dir.path()).unwrap();
     }
 }

@@ -46,24 +46,74 @@ pub enum TaskError {
 /// Refuses a folder that already exists. Every file is written atomically.
 pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskError> {
     let dir = project.join(task.rel);
-    if let Some(parent) = dir.parent() {
-        fs::create_dir_all(parent).map_err(|source| TaskError::Create {
+    let parent = dir.parent().unwrap_or(project).to_path_buf();
+    fs::create_dir_all(&parent).map_err(|source| TaskError::Create {
+        path: parent.display().to_string(),
+        source,
+    })?;
+    if dir.exists() {
+        return Err(TaskError::Exists(task.rel.to_string()));
+    }
+    // The folder appears whole or not at all: it is built under a temporary name beside its
+    // place (dot-named, so discovery skips it) and renamed into place once every file is in.
+    let tmp = tempfile::Builder::new()
+        .prefix(crate::fsx::TEMP_PREFIX)
+        .tempdir_in(&parent)
+        .map_err(|source| TaskError::Create {
             path: parent.display().to_string(),
             source,
         })?;
+    // A task folder is as open as one `mkdir` makes (a temp dir is 0700).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: umask only swaps the process mask; it is put back at once.
+        let umask = unsafe {
+            let m = libc::umask(0o022);
+            libc::umask(m);
+            m
+        };
+        let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o777 & !umask));
     }
-    match fs::create_dir(&dir) {
+    fill_task(tmp.path(), task)?;
+    let staged = tmp.keep();
+    match rustix::fs::renameat_with(
+        rustix::fs::CWD,
+        &staged,
+        rustix::fs::CWD,
+        &dir,
+        rustix::fs::RenameFlags::NOREPLACE,
+    ) {
         Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+        Err(rustix::io::Errno::EXIST) | Err(rustix::io::Errno::NOTEMPTY) => {
+            let _ = fs::remove_dir_all(&staged);
             return Err(TaskError::Exists(task.rel.to_string()));
         }
-        Err(source) => {
+        Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
+            // No RENAME_NOREPLACE on this filesystem: an existing folder was refused above.
+            fs::rename(&staged, &dir).map_err(|source| {
+                let _ = fs::remove_dir_all(&staged);
+                TaskError::Create {
+                    path: dir.display().to_string(),
+                    source,
+                }
+            })?;
+        }
+        Err(e) => {
+            let _ = fs::remove_dir_all(&staged);
             return Err(TaskError::Create {
-                path: task.rel.to_string(),
-                source,
+                path: dir.display().to_string(),
+                source: e.into(),
             });
         }
     }
+    if let Ok(d) = fs::File::open(&parent) {
+        let _ = d.sync_all();
+    }
+    Ok(dir)
+}
+
+/// Write the files of a new task into `dir`.
+fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<(), TaskError> {
     let mut origin = OriginFile {
         start: task.start.word().to_string(),
         ..OriginFile::default()
@@ -71,7 +121,7 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
     if let Some((from_rel, from_dir, files)) = task.copy_from {
         origin.from = Some(from_rel.to_string());
         for file in files {
-            if let Ok(bytes) = fs::read(from_dir.join(file)) {
+            if let Ok(bytes) = crate::fsx::read(from_dir.join(file)) {
                 write_atomic(&dir.join(file), &bytes)?;
                 origin
                     .inherited
@@ -86,8 +136,8 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
         )?;
     }
     if task.start != State::NEW || origin.from.is_some() {
-        write_origin(&dir, &origin)?;
+        write_origin(dir, &origin)?;
     }
-    write_state(&dir, task.start)?;
-    Ok(dir)
+    write_state(dir, task.start)?;
+    Ok(())
 }

@@ -5,7 +5,9 @@
 use crate::artifact::decomposition::{Plan, PlanError, parse_decomposition};
 use crate::artifact::verdict::{VerdictDoc, parse_verdict};
 use crate::state::{Artifact, ArtifactSet, State};
-pub use crate::store::task_files::{ORIGIN_FILE, OriginFile, STATE_FILE, STOP_FILE};
+pub use crate::store::task_files::{
+    INCOMPLETE_FILE, ORIGIN_FILE, OriginFile, STATE_FILE, STOP_FILE,
+};
 use crate::task::index::{ORIGIN_ID, STATE_ID, STOP_ID, Tally, TaskCache, artifact_id};
 use std::fs;
 use std::io::Read;
@@ -38,6 +40,9 @@ pub struct Snapshot {
     pub has_isolation: bool,
     /// Whether `.state.frozen` exists (the frozen plan and acceptance lists).
     pub has_frozen: bool,
+    /// The artifact a phase run that did not finish was writing (`.incomplete`): it does not
+    /// count, whatever it holds.
+    pub incomplete: Option<Artifact>,
 }
 
 /// FNV-1a, 64 bit: enough to tell whether an inherited copy was rewritten.
@@ -53,7 +58,14 @@ pub fn content_hash(bytes: &[u8]) -> String {
 /// Read a task folder. `rel` names it in warnings.
 pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snapshot {
     let mut tally = Tally::default();
-    read_snapshot_with(dir, rel, warnings, &mut TaskCache::none(&mut tally))
+    read_snapshot_with(dir, rel, warnings, &mut TaskCache::none(&mut tally), true)
+}
+
+/// [`read_snapshot`] as the judge of a phase run sees it: the artifact `.incomplete` names is
+/// read as if the marker were not there (the run that wrote it is being judged).
+pub fn read_snapshot_unmarked(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snapshot {
+    let mut tally = Tally::default();
+    read_snapshot_with(dir, rel, warnings, &mut TaskCache::none(&mut tally), false)
 }
 
 /// Read a task folder through the index: a file whose (size, mtime, ctime, inode) the index
@@ -63,6 +75,7 @@ pub fn read_snapshot_with(
     rel: &str,
     warnings: &mut Vec<String>,
     cache: &mut TaskCache<'_>,
+    honour_incomplete: bool,
 ) -> Snapshot {
     let mut snap = Snapshot::default();
     // The folder is opened once: listed, and (through the index) its files stat'ed relative
@@ -95,6 +108,7 @@ pub fn read_snapshot_with(
                 STATE_FILE => control.push(STATE_FILE),
                 ORIGIN_FILE => control.push(ORIGIN_FILE),
                 STOP_FILE => control.push(STOP_FILE),
+                INCOMPLETE_FILE => control.push(INCOMPLETE_FILE),
                 SUBTASKS_DIR => snap.has_subtasks_dir = true,
                 crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
                 "logs" => snap.has_logs = true,
@@ -124,6 +138,16 @@ pub fn read_snapshot_with(
             Err(e) => warnings.push(format!("{rel}/{ORIGIN_FILE}: cannot read: {e}")),
         }
     }
+    if control.contains(&INCOMPLETE_FILE) {
+        match crate::store::task_files::read_incomplete(dir) {
+            Ok(a) => snap.incomplete = a,
+            Err(e) => warnings.push(format!("{rel}/{INCOMPLETE_FILE}: {e}")),
+        }
+        // An artifact a phase run was still writing never counts.
+        if honour_incomplete {
+            present.retain(|a| Some(*a) != snap.incomplete);
+        }
+    }
     // VERDICT.md and DECOMPOSITION.md are parsed anyway: read them once.
     let mut texts: Vec<(Artifact, String)> = Vec::new();
     for a in present {
@@ -133,7 +157,7 @@ pub fn read_snapshot_with(
             .as_ref()
             .and_then(|o| o.inherited.get(a.file_name()));
         let counts = match inherited {
-            Some(hash) => match fs::read(&path) {
+            Some(hash) => match crate::fsx::read(&path) {
                 Ok(bytes) => has_content(&bytes) && content_hash(&bytes) != *hash,
                 Err(e) => {
                     warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
@@ -223,7 +247,7 @@ fn has_content(bytes: &[u8]) -> bool {
 /// Whether a file holds anything but whitespace, reading only as far as needed; and whether
 /// the part read is valid UTF-8.
 fn probe_content(path: &Path) -> std::io::Result<(bool, bool)> {
-    let mut file = fs::File::open(path)?;
+    let mut file = crate::fsx::open_regular(path)?;
     let mut buf = [0u8; 4096];
     let mut first = true;
     let mut utf8_ok = true;
@@ -251,7 +275,7 @@ fn probe_content(path: &Path) -> std::io::Result<(bool, bool)> {
 }
 
 fn read_whole(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
-    fs::read(path).map(|b| (b, false))
+    crate::fsx::read(path).map(|b| (b, false))
 }
 
 fn read_text(

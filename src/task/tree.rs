@@ -309,14 +309,14 @@ impl<'a> Walker<'a> {
         let snap = match self.index {
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
-                let snap = read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache);
+                let snap = read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache, true);
                 cache.finish(&rel, &mut self.out);
                 snap
             }
             None => {
                 let mut tally = Tally::default();
                 let mut cache = TaskCache::none(&mut tally);
-                read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache)
+                read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
         let stale = stale_artifacts(dir, &rel, &snap, &mut self.warnings);

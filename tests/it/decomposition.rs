@@ -441,9 +441,13 @@ fn kill_9_during_a_wave_then_rerun_runs_no_completed_phase_twice() {
     }
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
-    // automaton died without cleaning up: its agent lives on until the next run stops it.
+    // automaton died without cleaning up: its agent's watchdog (issue 11, finding 5) stops it
+    // within the kill grace, with nobody left to supervise it.
     let child: i32 = p.wait_pid(&format!("{}/child.pid", sub("a")));
-    assert!(!process_gone(child), "the orphaned agent should still run");
+    assert!(
+        wait_gone(child),
+        "the watchdog stops an agent whose automaton died"
+    );
     assert_eq!(p.read(&format!("{}/.state", sub("a"))), "implement\n");
 
     // The rerun (no task named: the most advanced one is the parent) finishes the wave.

@@ -677,7 +677,7 @@ fn slurm_ctrl_c_cancels_a_waves_jobs_with_one_scancel() {
         ".automaton/config.md",
         "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n",
     );
-    let plan = "# Decomposition\n\n| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n| a | 1 | - | 10k | - | A |\n| b | 1 | - | 10k | - | B |\n";
+    let plan = "# Decomposition\n\n| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n| a | 1 | - | 4k | - | A |\n| b | 1 | - | 4k | - | B |\n";
     let path = format!(
         "{}:{}",
         p.join("bin").display(),
@@ -928,9 +928,14 @@ fn slurm_jobs_request_their_vram_need_as_gres() {
         .timeout(Duration::from_secs(240))
         .assert()
         .code(0);
-    // 10k tokens × 1 MiB = 9.8 GB → 10G; 5k → 4.9 GB → 5G.
-    for (task, gres) in [("a", "gres/vram:10G"), ("b", "gres/vram:5G")] {
+    // 10k tokens × 1 MiB = 9.8 GB → 10G; 5k → 4.9 GB → 5G. Slurm shows the request as
+    // `TresPerNode=gres:vram:10G`, and the allocation (where the node has the GRES) as
+    // `gres/vram:10G`.
+    for (task, need) in [("a", "vram:10G"), ("b", "vram:5G")] {
         let job = p.read(&format!("tasks/p/subtasks/{task}/job-research.txt"));
-        assert!(job.contains(gres), "{task}: {job}");
+        assert!(
+            job.contains(&format!("gres/{need}")) || job.contains(&format!("gres:{need}")),
+            "{task}: {job}"
+        );
     }
 }

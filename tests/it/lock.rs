@@ -62,11 +62,13 @@ fn second_acquire_is_refused_until_the_first_is_dropped() {
 
 #[test]
 fn lock_of_a_killed_holder_is_taken_over() {
+    // The holder locks the project folder itself (issue 11: deleting the lock file must not
+    // side-step the lock), and writes its details into .automaton/lock.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(".automaton/lock");
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     let script = "import fcntl, os, sys, time\n\
-                  f = open(sys.argv[1], 'a')\n\
+                  f = os.open(os.path.dirname(os.path.dirname(sys.argv[1])), os.O_RDONLY)\n\
                   fcntl.flock(f, fcntl.LOCK_EX)\n\
                   open(sys.argv[1], 'w').write('pid: %d\\ncommand: fake holder\\n' % os.getpid())\n\
                   time.sleep(30)\n";

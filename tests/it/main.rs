@@ -49,6 +49,7 @@ mod orchestrate;
 mod parsers;
 mod perf_index;
 mod recipes;
+mod reliability;
 mod reports;
 mod state_table;
 mod status;

@@ -66,6 +66,11 @@ pub trait Running {
     fn stop(&mut self) -> io::Result<ExitStatus>;
     /// Processes still alive after the final KILL.
     fn leftovers(&self) -> Vec<Leftover>;
+    /// Called once the pid file holds [`Running::record`]: an agent held until it is
+    /// recorded (the local watchdog, [`crate::process::shim`]) may start now.
+    fn release(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Today's runner: a child of automaton in its own process group.
@@ -79,10 +84,27 @@ impl Executor for Local {
 
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, _job: &Job) -> io::Result<Box<dyn Running + 'a>> {
         let log = super::agent::open_log(spec.log_path)?;
-        let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg(spec.command)
-            .current_dir(spec.cwd)
+        // Under the watchdog ([`crate::process::shim`]) when the binary turned it on and the run
+        // is recorded: the shim holds the agent until `go` says the pid file is written, and
+        // stops it when automaton dies (`go` then reads end of file).
+        let shim = crate::process::shim::exe().filter(|_| spec.pid_file.is_some());
+        let (mut cmd, go, go_read) = match shim {
+            Some(exe) => {
+                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+                let mut c = Command::new(exe);
+                c.arg(crate::process::shim::SHIM_ARG)
+                    .arg(spec.kill_grace.as_millis().to_string())
+                    .arg(spec.command);
+                crate::process::shim::hand_control(&mut c, &read);
+                (c, Some(write), Some(read))
+            }
+            None => {
+                let mut c = Command::new("sh");
+                c.arg("-c").arg(spec.command);
+                (c, None, None)
+            }
+        };
+        cmd.current_dir(spec.cwd)
             .envs(spec.env.iter().map(|(k, v)| (k, v)));
         let group = Group::spawn(
             cmd,
@@ -93,7 +115,47 @@ impl Executor for Local {
                 kill_grace: spec.kill_grace,
             },
         )?;
-        Ok(Box::new(group))
+        // Only the shim keeps the read end.
+        drop(go_read);
+        Ok(Box::new(Gated { group, go }))
+    }
+}
+
+/// A local agent, held by its watchdog until [`Running::release`].
+struct Gated<'a> {
+    group: Group<'a>,
+    go: Option<rustix::fd::OwnedFd>,
+}
+
+impl Running for Gated<'_> {
+    fn id(&self) -> u32 {
+        self.group.id()
+    }
+    fn record(&self) -> String {
+        self.group.record()
+    }
+    fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
+        Running::wait(&mut self.group, deadline)
+    }
+    fn take_fresh(&mut self) -> Vec<u8> {
+        Running::take_fresh(&mut self.group)
+    }
+    fn finish(&mut self) -> io::Result<ExitStatus> {
+        Running::finish(&mut self.group)
+    }
+    fn stop(&mut self) -> io::Result<ExitStatus> {
+        Running::stop(&mut self.group)
+    }
+    fn leftovers(&self) -> Vec<Leftover> {
+        Running::leftovers(&self.group)
+    }
+    fn release(&mut self) -> io::Result<()> {
+        if let Some(go) = self.go.take() {
+            rustix::io::write(&go, b"g")?;
+            // Kept open: its end of file tells the watchdog that automaton died.
+            self.go = Some(go);
+        }
+        Ok(())
     }
 }
 
@@ -102,8 +164,12 @@ impl Running for Group<'_> {
         self.pid()
     }
     fn record(&self) -> String {
+        // The agent's pid and start time, then this automaton's: a later run stops the agent
+        // only when its automaton is gone.
         let start = crate::process::group::start_time(self.pid()).unwrap_or_default();
-        format!("{} {start}", self.pid())
+        let me = std::process::id();
+        let my_start = crate::process::group::start_time(me).unwrap_or_default();
+        format!("{} {start} {me} {my_start}", self.pid())
     }
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
         Group::wait(self, deadline)

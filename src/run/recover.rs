@@ -1,0 +1,107 @@
+//! Recovery, before anything is decided: what a killed run (kill -9, power loss, an SSH
+//! disconnect) left behind in a task and its sub-tasks is put right first, so that the decision
+//! that follows reads a folder nothing else is changing.
+//!
+//! In this order, for every task folder of the tree:
+//! 1. an agent the pid file `logs/agent.pid` names that still runs is stopped (TERM, grace,
+//!    KILL); its late writes land before the folder is judged, never after;
+//! 2. stray `.automaton-tmp-*` files of an interrupted atomic write are removed;
+//! 3. an artifact that a phase run was still writing (`.incomplete`) is moved to
+//!    `logs/incomplete/<NAME>-<n>` (never deleted) and the marker removed: the phase runs again;
+//! 4. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
+//!    sub-task is not driven again, so nothing else would repair it), except that a PASS not yet
+//!    verified never reads `complete`.
+
+use super::Run;
+use crate::state::State;
+use crate::store::task_files::{clear_incomplete, read_incomplete, write_state};
+use crate::task::TaskTree;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Put right what a killed run left in task `rel` and its sub-tasks.
+pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
+    let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    for node in &tree.nodes {
+        let logs = node.dir.join("logs");
+        // A Slurm job a killed run submitted runs on elsewhere: the phase re-attaches to it
+        // (or cancels it when another phase is next), and what it writes stays its own.
+        if run.executor.name() == "slurm"
+            && super::executor::slurm_record(&logs.join("agent.pid")).is_some()
+        {
+            continue;
+        }
+        super::phase::stop_leftover_agent(run, &node.rel, &logs)?;
+        remove_temp_files(&node.dir);
+        if let Some(artifact) = read_incomplete(&node.dir)? {
+            let name = artifact.file_name();
+            let from = node.dir.join(name);
+            if from.exists() {
+                let to = set_aside(&logs, name)?;
+                std::fs::rename(&from, &to).map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("cannot move {} to {}: {e}", from.display(), to.display()),
+                    )
+                })?;
+                run.progress.event(
+                    "incomplete_set_aside",
+                    json!({"task": node.rel, "artifact": name, "to": to}),
+                    || format!(
+                        "↻ {}: {name} was written by a phase run that did not finish; moved to {} and the phase runs again",
+                        node.rel,
+                        to.display()
+                    ),
+                );
+            }
+            clear_incomplete(&node.dir)?;
+        }
+    }
+    let mut tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    tree.apply_gates(&crate::report::approval_gates(run.settings));
+    for node in &tree.nodes {
+        let state = node.state();
+        let unverified =
+            state == State::Complete && run.verify_command.is_some() && !verified(&node.dir);
+        if node.snap.state_file != Some(state) && !unverified {
+            write_state(&node.dir, state)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the verify command passed for this very VERDICT.md (see the driver).
+fn verified(dir: &Path) -> bool {
+    let hash = crate::fsx::read(dir.join("VERDICT.md"))
+        .ok()
+        .map(|b| crate::task::snapshot::content_hash(&b));
+    let passed = crate::fsx::read_to_string(dir.join("logs/verified")).ok();
+    hash.is_some() && hash == passed
+}
+
+/// `logs/incomplete/<name>-<n>`, the first free n (the folder is made).
+fn set_aside(logs: &Path, name: &str) -> std::io::Result<PathBuf> {
+    let dir = logs.join("incomplete");
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", dir.display()))
+    })?;
+    Ok((1..)
+        .map(|n| dir.join(format!("{name}-{n}")))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| dir.join(name)))
+}
+
+/// Remove `.automaton-tmp-*` files an interrupted atomic write left (nothing else writes this
+/// folder while the project lock is held and the task's agent is stopped).
+fn remove_temp_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if e.file_name().to_str().is_some_and(crate::fsx::is_temp_name)
+            && e.file_type().is_ok_and(|t| t.is_file())
+        {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
