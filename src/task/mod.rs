@@ -66,13 +66,13 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
     // A task folder is as open as one `mkdir` makes (a temp dir is 0700).
     {
         use std::os::unix::fs::PermissionsExt;
-        // SAFETY: umask only swaps the process mask; it is put back at once.
-        let umask = unsafe {
-            let m = libc::umask(0o022);
-            libc::umask(m);
-            m
-        };
-        let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o777 & !umask));
+        // umask can only be read by swapping it; it is put back at once.
+        let umask = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o022));
+        rustix::process::umask(umask);
+        let _ = fs::set_permissions(
+            tmp.path(),
+            fs::Permissions::from_mode(0o777 & !umask.bits()),
+        );
     }
     fill_task(tmp.path(), task)?;
     let staged = tmp.keep();
