@@ -148,9 +148,11 @@ else
 fi
 
 # Fuzzing: every parser and reader.
-AUTOMATON_FUZZ_CASES=$FUZZ cargo test $PROFILE --quiet --test reliability -- fuzz_every_parser parsers_are_linear >/dev/null 2>&1 \
+FUZZ_LOG=$(mktemp)
+AUTOMATON_FUZZ_CASES=$FUZZ cargo test $PROFILE --quiet --test it -- reliability::fuzz_every_parser reliability::parsers_are_linear >"$FUZZ_LOG" 2>&1 \
   && echo "== fuzz: $FUZZ cases, no panic, errors name their file; parsers linear" \
-  || { echo "== fuzz: FAILED" >&2; V[different_result]=$((V[different_result]+1)); }
+  || { tail -40 "$FUZZ_LOG" >&2; echo "== fuzz: FAILED" >&2; V[different_result]=$((V[different_result]+1)); }
+rm -f "$FUZZ_LOG"
 
 echo "[$SECONDS s] == figures: kills=$kills agent_runs=$runs projects=$projects"
 bad=0

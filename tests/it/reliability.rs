@@ -1,7 +1,7 @@
 //! Issue 11: the crash windows a kill -9 campaign found, one test per finding, through the
 //! real binary (the chaos harness in tests/chaos/ runs the campaign itself).
 
-use crate::harness::{Project, process_gone, wait_for, wait_gone};
+use crate::harness::{Project, wait_for, wait_gone};
 use std::os::unix::process::CommandExt;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
@@ -466,11 +466,6 @@ fn f8_unwritable_tasks_folder_error_names_the_path() {
     let text = output_text(&out);
     assert!(!out.status.success());
     assert!(text.contains(&tasks.display().to_string()), "{text}");
-}
-
-#[allow(dead_code)]
-fn unused() {
-    let _ = process_gone(0);
 }
 
 /// A small deterministic generator (xorshift64*): no dependency, reproducible by seed.
