@@ -50,10 +50,16 @@ pub fn exe() -> Option<&'static PathBuf> {
 /// `cmd` starts; the original stays close-on-exec.
 pub fn hand_control(cmd: &mut std::process::Command, read: &rustix::fd::OwnedFd) {
     let raw = std::os::fd::AsRawFd::as_raw_fd(read);
-    // SAFETY: only dup2 runs between fork and exec, and it is async-signal-safe.
+    // SAFETY: only dup2 and fcntl run between fork and exec; both are async-signal-safe.
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(cmd, move || {
-            if libc::dup2(raw, CONTROL_FD) < 0 {
+            // dup2 onto itself keeps close-on-exec, so the flag is cleared by hand then.
+            let ok = if raw == CONTROL_FD {
+                libc::fcntl(raw, libc::F_SETFD, 0) >= 0
+            } else {
+                libc::dup2(raw, CONTROL_FD) >= 0
+            };
+            if !ok {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
