@@ -12,7 +12,7 @@ use std::process::Command;
 const PARENT: &str = "tasks/p";
 
 /// A DECOMPOSITION.md from rows of (name, wave, depends on).
-fn plan(rows: &[(&str, u32, &str)]) -> String {
+pub(crate) fn plan(rows: &[(&str, u32, &str)]) -> String {
     let mut s = String::from(
         "# Decomposition\n\n| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n",
     );
@@ -25,7 +25,7 @@ fn plan(rows: &[(&str, u32, &str)]) -> String {
 }
 
 /// git in `dir` with a test identity; its trimmed stdout, panicking on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -41,7 +41,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn git_ok(dir: &Path, args: &[&str]) -> bool {
+pub(crate) fn git_ok(dir: &Path, args: &[&str]) -> bool {
     Command::new("git")
         .arg("-C")
         .arg(dir)
@@ -67,17 +67,28 @@ fn repo_project() -> Project {
     p
 }
 
-/// `orchestrate p` with a plan, agent code for the implement phase, and no git identity.
-fn run(p: &Project, decomposition: &str, implement: &str) -> assert_cmd::Command {
+/// The environment of a run with the scripted agent: a plan, code for the implement phase,
+/// no git identity.
+pub(crate) fn envs(p: &Project, decomposition: &str, implement: &str) -> Vec<(String, String)> {
     let empty = p.home().join("empty-gitconfig");
     std::fs::write(&empty, "").unwrap();
+    [
+        ("AGENT_LOG", p.join("agent.log").display().to_string()),
+        ("AGENT_DECOMPOSITION", decomposition.to_string()),
+        ("AGENT_BEHAVIOR", "p:research=decompose".to_string()),
+        ("AGENT_IMPLEMENT", implement.to_string()),
+        ("GIT_CONFIG_GLOBAL", empty.display().to_string()),
+        ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// `orchestrate p --jobs 4` with [`envs`].
+pub(crate) fn run(p: &Project, decomposition: &str, implement: &str) -> assert_cmd::Command {
     let mut c = p.orchestrate_cmd();
-    c.env("AGENT_LOG", p.join("agent.log"))
-        .env("AGENT_DECOMPOSITION", decomposition)
-        .env("AGENT_BEHAVIOR", "p:research=decompose")
-        .env("AGENT_IMPLEMENT", implement)
-        .env("GIT_CONFIG_GLOBAL", &empty)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+    c.envs(envs(p, decomposition, implement))
         .args(["--jobs", "4"]);
     c
 }

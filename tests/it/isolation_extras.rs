@@ -3,51 +3,11 @@
 //! rerun that ends as an uninterrupted run would.
 
 use crate::harness::{Project, wait_for};
+use crate::isolation::{envs, git, git_ok, plan, run};
 use std::path::Path;
 use std::process::Command;
 
 const PARENT: &str = "tasks/p";
-
-/// A DECOMPOSITION.md from rows of (name, wave, depends on).
-fn plan(rows: &[(&str, u32, &str)]) -> String {
-    let mut s = String::from(
-        "# Decomposition\n\n| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n",
-    );
-    for (name, wave, deps) in rows {
-        s.push_str(&format!(
-            "| {name} | {wave} | {deps} | 4k | - | do {name} |\n"
-        ));
-    }
-    s
-}
-
-/// git in `dir` with a test identity; its trimmed stdout, panicking on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn git_ok(dir: &Path, args: &[&str]) -> bool {
-    Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap()
-        .status
-        .success()
-}
 
 /// A git repository with one commit; `.env`, `secret.txt` and `build/` are gitignored and
 /// present; sub-tasks without the optional design phases.
@@ -67,31 +27,6 @@ fn repo_project() -> Project {
     git(p.path(), &["add", "README.md", "shared.txt", ".gitignore"]);
     git(p.path(), &["commit", "--quiet", "-m", "init"]);
     p
-}
-
-/// The environment of a run with the scripted agent: a plan, code for the implement phase,
-/// no git identity.
-fn envs(p: &Project, decomposition: &str, implement: &str) -> Vec<(String, String)> {
-    let empty = p.home().join("empty-gitconfig");
-    std::fs::write(&empty, "").unwrap();
-    [
-        ("AGENT_LOG", p.join("agent.log").display().to_string()),
-        ("AGENT_DECOMPOSITION", decomposition.to_string()),
-        ("AGENT_BEHAVIOR", "p:research=decompose".to_string()),
-        ("AGENT_IMPLEMENT", implement.to_string()),
-        ("GIT_CONFIG_GLOBAL", empty.display().to_string()),
-        ("GIT_CONFIG_NOSYSTEM", "1".to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect()
-}
-
-fn run(p: &Project, decomposition: &str, implement: &str) -> assert_cmd::Command {
-    let mut c = p.orchestrate_cmd();
-    c.envs(envs(p, decomposition, implement))
-        .args(["--jobs", "4"]);
-    c
 }
 
 /// Worktrees git knows, as (path, branch).
