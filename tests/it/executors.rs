@@ -519,31 +519,41 @@ fn slurm_timeout_cancels_the_job() {
     assert!(wait_gone(child), "agent {child} outlived its cancelled job");
 }
 
+/// `orchestrate <name>` on Slurm with a design phase held at its gate; once the design job
+/// runs, automaton is killed with SIGKILL. The job's id.
+fn slurm_design_job_then_kill_9(p: &Project, name: &str) -> u64 {
+    let mut run = p
+        .orchestrate_std()
+        .env("AGENT_BEHAVIOR", "design=gate")
+        .env("AGENT_LOG", p.join("agent.log"))
+        .env("SLURM_CONF", slurm_conf().unwrap())
+        .args([
+            "--executor",
+            "slurm",
+            "--agent",
+            &job_recording_agent(),
+            name,
+        ])
+        .spawn()
+        .unwrap();
+    wait_for(&p.join(&format!("tasks/{name}/child.pid")));
+    let id: u64 = p
+        .read(&format!("tasks/{name}/job-design.id"))
+        .trim()
+        .parse()
+        .unwrap();
+    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
+    run.wait().unwrap();
+    id
+}
+
 #[test]
 fn slurm_kill_9_then_resume_reattaches_to_the_running_job() {
     if !slurm_up("slurm_kill_9_then_resume_reattaches_to_the_running_job") {
         return;
     }
     let p = Project::new();
-    let conf = slurm_conf().unwrap();
-    let mut run = p
-        .orchestrate_std()
-        .env("AGENT_BEHAVIOR", "design=gate")
-        .env("AGENT_LOG", p.join("agent.log"))
-        .env("SLURM_CONF", &conf)
-        .args([
-            "--executor",
-            "slurm",
-            "--agent",
-            &job_recording_agent(),
-            "crashy",
-        ])
-        .spawn()
-        .unwrap();
-    wait_for(&p.join("tasks/crashy/child.pid"));
-    let id: u64 = p.read("tasks/crashy/job-design.id").trim().parse().unwrap();
-    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
-    run.wait().unwrap();
+    let id = slurm_design_job_then_kill_9(&p, "crashy");
     // The job outlives automaton, and its id (and log) is where a pid would be.
     assert!(squeue_active(id), "job {id} should still run");
     assert_eq!(
@@ -571,7 +581,7 @@ fn slurm_kill_9_then_resume_reattaches_to_the_running_job() {
     let status = p
         .orchestrate_std()
         .env("AGENT_LOG", p.join("agent.log"))
-        .env("SLURM_CONF", &conf)
+        .env("SLURM_CONF", slurm_conf().unwrap())
         .args([
             "--executor",
             "slurm",
@@ -613,25 +623,7 @@ fn slurm_kill_9_then_resume_reads_a_job_that_ended_meanwhile() {
         return;
     }
     let p = Project::new();
-    let conf = slurm_conf().unwrap();
-    let mut run = p
-        .orchestrate_std()
-        .env("AGENT_BEHAVIOR", "design=gate")
-        .env("AGENT_LOG", p.join("agent.log"))
-        .env("SLURM_CONF", &conf)
-        .args([
-            "--executor",
-            "slurm",
-            "--agent",
-            &job_recording_agent(),
-            "ended",
-        ])
-        .spawn()
-        .unwrap();
-    wait_for(&p.join("tasks/ended/child.pid"));
-    let id: u64 = p.read("tasks/ended/job-design.id").trim().parse().unwrap();
-    unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
-    run.wait().unwrap();
+    let id = slurm_design_job_then_kill_9(&p, "ended");
     // The job ends while no automaton runs.
     std::fs::write(p.join("tasks/ended/gate"), "").unwrap();
     assert!(wait_job_gone(id, 60), "job {id} never ended");
