@@ -191,7 +191,9 @@ impl Executor for Tmux {
                 .trim_start_matches("#!/bin/sh\n")
         );
         crate::fsx::write_atomic(&script, script_text.as_bytes())?;
-        hand_environment(&env_fifo, spec);
+        // The wrapper waits on this FIFO, so the agent starts only once `release` hands the
+        // environment over, after the pane is recorded in the pid file.
+        let environment = Some((env_fifo, environment_text(spec)));
         let name = if job.task.is_empty() {
             "agent".to_string()
         } else {
@@ -209,6 +211,7 @@ impl Executor for Tmux {
             exit_fd,
             fifo: Some(reader),
             fifo_path: fifo,
+            environment,
             log,
             fresh: Vec::new(),
             status_path: status,
@@ -232,6 +235,8 @@ struct TmuxRun<'a> {
     exit_fd: Option<OwnedFd>,
     fifo: Option<OwnedFd>,
     fifo_path: PathBuf,
+    /// The environment FIFO and what to write into it, until [`Running::release`].
+    environment: Option<(PathBuf, String)>,
     log: File,
     fresh: Vec<u8>,
     status_path: PathBuf,
@@ -331,6 +336,12 @@ impl Running for TmuxRun<'_> {
     fn id(&self) -> u32 {
         self.pgid.as_raw_pid() as u32
     }
+    fn release(&mut self) -> io::Result<()> {
+        if let Some((fifo, text)) = self.environment.take() {
+            hand_environment(fifo, text);
+        }
+        Ok(())
+    }
 
     fn record(&self) -> String {
         let pid = self.id();
@@ -415,8 +426,8 @@ impl Drop for TmuxRun<'_> {
 /// The agent's environment (automaton's own, then the AUTOMATON_* contract), handed to the
 /// window through a FIFO its wrapper sources first: so the agent sees the environment of this
 /// run, not the one the tmux server was started with, and no value (API keys) is written to
-/// disk or shown on a command line. A helper thread blocks until the wrapper opens the FIFO.
-fn hand_environment(fifo: &Path, spec: &AgentSpec<'_>) {
+/// disk or shown on a command line.
+fn environment_text(spec: &AgentSpec<'_>) -> String {
     let mut text = String::new();
     let own = std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
@@ -434,7 +445,12 @@ fn hand_environment(fifo: &Path, spec: &AgentSpec<'_>) {
         }
         text.push_str(&format!("export {k}={}\n", super::sh_quote(&v)));
     }
-    let fifo = fifo.to_path_buf();
+    text
+}
+
+/// Write `text` into the wrapper's environment FIFO; a helper thread blocks until the wrapper
+/// opens it.
+fn hand_environment(fifo: PathBuf, text: String) {
     let _ = std::thread::Builder::new()
         .name("tmux-env".into())
         .spawn(move || {
