@@ -18,7 +18,10 @@
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | durable | a sub-task's scope, written once |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
+//! | `.incomplete` | durable | the artifact a phase run is writing: without it, what a power cut left half-written would be judged |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
+//! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
+//! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
 //! | `logs/<phase>-<n>.prompt.md` | rebuildable | re-rendered when the phase runs again |
 //! | `.automaton/.vram_cache.json`, `.automaton/.agent_model.json` | rebuildable | caches of a probe / of the last agent's report |
 //! | `.automaton/.index` | rebuildable | the status index, a cache of what artifacts said |

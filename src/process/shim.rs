@@ -1,8 +1,8 @@
 //! The watchdog every agent runs under: the agent's process group is led by a tiny shim (this
 //! binary, re-executed with [`SHIM_ARG`]), not by the agent itself.
 //!
-//! - **Recorded before it can act.** The shim reads one byte from descriptor 3, a pipe from
-//!   automaton, before it starts the agent; automaton writes it only once the shim's pid and
+//! - **Recorded before it can act.** The shim reads one byte from its control pipe (the
+//!   descriptor named by its `<control-fd>` argument), before it starts the agent; automaton writes it only once the shim's pid and
 //!   start time are durably in `logs/agent.pid`. If automaton dies first, the shim reads end of
 //!   file and exits without ever starting the agent.
 //! - **Stopped when automaton dies.** The shim keeps polling that pipe: end of file means
@@ -28,8 +28,6 @@ use std::time::{Duration, Instant};
 
 /// The hidden first argument that turns the binary into the shim.
 pub const SHIM_ARG: &str = "__agent-watchdog";
-/// The descriptor the control pipe arrives on.
-pub const CONTROL_FD: i32 = 3;
 /// Exit status of a shim whose automaton died before it was told to start the agent.
 pub const NEVER_STARTED: i32 = 125;
 
@@ -46,31 +44,36 @@ pub fn exe() -> Option<&'static PathBuf> {
     SHIM_EXE.get()
 }
 
-/// Make `read` (the control pipe's read end) the shim's descriptor [`CONTROL_FD`] in the child
-/// `cmd` starts; the original stays close-on-exec.
-pub fn hand_control(cmd: &mut std::process::Command, read: &rustix::fd::OwnedFd) {
-    let raw = std::os::fd::AsRawFd::as_raw_fd(read);
-    // SAFETY: only dup2 and fcntl run between fork and exec; both are async-signal-safe.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(cmd, move || {
-            // dup2 onto itself keeps close-on-exec, so the flag is cleared by hand then.
-            let ok = if raw == CONTROL_FD {
-                libc::fcntl(raw, libc::F_SETFD, 0) >= 0
-            } else {
-                libc::dup2(raw, CONTROL_FD) >= 0
-            };
-            if !ok {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+/// Held while a control pipe's read end is inheritable, so that agents started at the same
+/// time by other threads of automaton do not inherit it too. (A process spawned meanwhile
+/// outside the supervisor, such as `git`, may; a stray read end is harmless: the shim watches
+/// for the write end to close.)
+static INHERITABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Run `spawn` with `read` (a control pipe's read end, close-on-exec) inheritable, so the
+/// shim it starts gets it under the same number, passed as its `<control-fd>` argument.
+/// Nothing runs between fork and exec, so the spawn can take the kernel's fast path
+/// (vfork-like) rather than copying automaton's address space.
+pub fn with_control<T>(
+    read: &rustix::fd::OwnedFd,
+    spawn: impl FnOnce() -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    use rustix::io::{FdFlags, fcntl_setfd};
+    let _held = INHERITABLE.lock().unwrap_or_else(|e| e.into_inner());
+    fcntl_setfd(read, FdFlags::empty())?;
+    let spawned = spawn();
+    fcntl_setfd(read, FdFlags::CLOEXEC)?;
+    spawned
 }
 
-/// The shim's arguments after [`SHIM_ARG`]: `<grace-ms> <command>`.
+/// The shim's arguments after [`SHIM_ARG`]: `<grace-ms> <control-fd> <command>`.
 pub fn main(args: &[String]) -> i32 {
-    let (Some(grace), Some(command)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: automaton {SHIM_ARG} <grace-ms> <command>");
+    let (Some(grace), Some(Ok(control_fd)), Some(command)) = (
+        args.first(),
+        args.get(1).map(|f| f.parse::<i32>()),
+        args.get(2),
+    ) else {
+        eprintln!("usage: automaton {SHIM_ARG} <grace-ms> <control-fd> <command>");
         return 2;
     };
     let grace = Duration::from_millis(grace.parse().unwrap_or(2000));
@@ -78,8 +81,8 @@ pub fn main(args: &[String]) -> i32 {
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    // SAFETY: descriptor 3 is the control pipe automaton placed there; borrowed, never closed.
-    let control = unsafe { BorrowedFd::borrow_raw(CONTROL_FD) };
+    // SAFETY: `control_fd` is the control pipe automaton handed down; borrowed, never closed.
+    let control = unsafe { BorrowedFd::borrow_raw(control_fd) };
     let mut go = [0u8; 1];
     loop {
         match rustix::io::read(control, &mut go) {
@@ -90,15 +93,17 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     let _ = rustix::io::fcntl_setfd(control, rustix::io::FdFlags::CLOEXEC);
+    // Every event the shim acts on comes from the kernel: a child exited (SIGCHLD), a stop
+    // signal, or the control pipe closed. The handlers write to one wake-up pipe; no tick.
     let stop = std::sync::Arc::new(AtomicBool::new(false));
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        let _ = signal_hook::flag::register(sig, std::sync::Arc::clone(&stop));
-    }
-    let child = match std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .spawn()
-    {
+    let wake = match wake_pipe(&stop) {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("automaton: cannot watch the agent: {e}");
+            return 127;
+        }
+    };
+    let child = match spawn_agent(command) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("automaton: cannot start the agent: {e}");
@@ -117,13 +122,13 @@ pub fn main(args: &[String]) -> i32 {
             reap_all(child_pid, &mut status);
             return exit_like(st);
         }
-        let orphaned = control_closed(control);
-        if orphaned {
+        if control_closed(control) {
             // Automaton is gone: nobody watches the agent any more.
             stop_descendants(grace, &mut status, child_pid);
             reap_all(child_pid, &mut status);
             return 137;
         }
+        let mut deadline = None;
         if stop.load(Ordering::SeqCst) {
             // Automaton stops the group (the group got the signal too): daemonized
             // descendants did not, and must be gone before automaton's KILL ends the shim.
@@ -133,15 +138,83 @@ pub fn main(args: &[String]) -> i32 {
             });
             if since.elapsed() >= grace / 2 {
                 signal_descendants(libc::SIGKILL);
+            } else {
+                deadline = Some(since + grace / 2);
             }
         }
-        let mut fds = [PollFd::from_borrowed_fd(control, PollFlags::IN)];
-        let ts = rustix::event::Timespec {
-            tv_sec: 0,
-            tv_nsec: 20_000_000,
-        };
-        let _ = poll(&mut fds, Some(&ts));
+        wait_for_event(control, wake.as_fd(), deadline);
     }
+}
+
+/// Start the agent command. A command the shell would only split into words (see
+/// [`plain_words`]) is started directly, as make does: one `sh` fewer per phase. Anything
+/// else, or a direct start that fails, goes through `sh -c`, so errors read as the shell's.
+fn spawn_agent(command: &str) -> std::io::Result<std::process::Child> {
+    if let Some(words) = plain_words(command)
+        && let Ok(child) = std::process::Command::new(words[0])
+            .args(&words[1..])
+            .spawn()
+    {
+        return Ok(child);
+    }
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .spawn()
+}
+
+/// The words of a command in which `sh -c` would do nothing but split on blanks: only
+/// characters no shell treats specially, no variable assignment, and a first word that is
+/// not a shell keyword or builtin. `None` otherwise.
+pub fn plain_words(command: &str) -> Option<Vec<&str>> {
+    const SHELL_WORDS: &[&str] = &[
+        "!", ".", ":", "alias", "bg", "break", "case", "cd", "command", "continue", "do", "done",
+        "elif", "else", "esac", "eval", "exec", "exit", "export", "fc", "fg", "fi", "for",
+        "function", "getopts", "hash", "if", "in", "jobs", "local", "read", "readonly", "return",
+        "select", "set", "shift", "source", "then", "times", "trap", "type", "ulimit", "umask",
+        "unalias", "unset", "until", "wait", "while",
+    ];
+    let plain = |c: char| c.is_ascii_alphanumeric() || "_-./:,+@%".contains(c) || c == ' ';
+    if !command.chars().all(plain) {
+        return None;
+    }
+    let words: Vec<&str> = command.split(' ').filter(|w| !w.is_empty()).collect();
+    match words.first() {
+        Some(first) if !SHELL_WORDS.contains(first) => Some(words),
+        _ => None,
+    }
+}
+
+/// A non-blocking pipe made readable by SIGCHLD and by a stop signal (which also sets `stop`).
+fn wake_pipe(stop: &std::sync::Arc<AtomicBool>) -> std::io::Result<rustix::fd::OwnedFd> {
+    use rustix::pipe::{PipeFlags, pipe_with};
+    let (read, write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        signal_hook::flag::register(sig, std::sync::Arc::clone(stop))?;
+    }
+    for sig in [libc::SIGCHLD, libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+        signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
+    }
+    Ok(read)
+}
+
+/// Block until the control pipe or the wake-up pipe is readable, or `deadline`; then empty
+/// the wake-up pipe (its bytes only say "look again").
+fn wait_for_event(control: BorrowedFd<'_>, wake: BorrowedFd<'_>, deadline: Option<Instant>) {
+    let timeout = deadline.map(|d| {
+        let left = d.saturating_duration_since(Instant::now());
+        rustix::event::Timespec {
+            tv_sec: left.as_secs() as i64,
+            tv_nsec: i64::from(left.subsec_nanos()),
+        }
+    });
+    let mut fds = [
+        PollFd::from_borrowed_fd(control, PollFlags::IN),
+        PollFd::from_borrowed_fd(wake, PollFlags::IN),
+    ];
+    let _ = poll(&mut fds, timeout.as_ref());
+    let mut buf = [0u8; 64];
+    while matches!(rustix::io::read(wake, &mut buf), Ok(n) if n > 0) {}
 }
 
 /// Whether automaton closed its end of the control pipe (it died).
@@ -189,7 +262,9 @@ fn reap_all(child: i32, status: &mut Option<i32>) {
 
 /// TERM every descendant, wait up to `grace` (reaping), then KILL what is left.
 fn stop_descendants(grace: Duration, status: &mut Option<i32>, child: i32) {
-    if signal_descendants(libc::SIGTERM) == 0 {
+    // Every descendant is a child of ours or below one (we are their subreaper): with no
+    // child left there is nothing to look for in /proc.
+    if reap(child, status) || signal_descendants(libc::SIGTERM) == 0 {
         return;
     }
     let end = Instant::now() + grace;
@@ -265,4 +340,53 @@ fn exit_like(status: i32) -> i32 {
         return 128 + sig;
     }
     1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_words;
+
+    #[test]
+    fn only_commands_the_shell_would_just_split_are_started_directly() {
+        assert_eq!(
+            plain_words("sh  /tmp/agent.sh --model=x"),
+            None,
+            "an = may be an assignment"
+        );
+        assert_eq!(
+            plain_words("sh /tmp/my-agent_1.sh -v"),
+            Some(vec!["sh", "/tmp/my-agent_1.sh", "-v"])
+        );
+        assert_eq!(
+            plain_words("claude -p --add-dir ./x"),
+            Some(vec!["claude", "-p", "--add-dir", "./x"])
+        );
+        for shell in [
+            "echo $HOME",
+            "a 'b c'",
+            "a \"b\"",
+            "a; b",
+            "a && b",
+            "a | b",
+            "a > f",
+            "a < f",
+            "a *",
+            "a ~/x",
+            "a #c",
+            "a\tb",
+            "a\nb",
+            "a `b`",
+            "(a)",
+            "a \\b",
+            "FOO=1 a",
+            "exit 3",
+            "cd /tmp",
+            ". ./env",
+            "exec a",
+            "",
+            "   ",
+        ] {
+            assert_eq!(plain_words(shell), None, "{shell:?} needs the shell");
+        }
+    }
 }

@@ -1,13 +1,15 @@
 //! `.state.inputs`: for each artifact a phase wrote, the SHA-256 of every artifact that phase
 //! was given (format version 1, [`INPUTS_VERSION`]). An artifact whose recorded input has
 //! changed since is stale: it was built on content that is no longer there. Rewritten
-//! atomically after every phase that succeeded.
+//! atomically after every phase that succeeded, without fsync: a record lost to a power cut
+//! only means its artifact is taken as built on the inputs there now (as for a task made
+//! before records existed); it never makes a state wrong.
 //!
 //! ```json
 //! {"v": 1, "artifacts": {"DESIGN.md": {"SPEC.md": "9f86d0…"}}}
 //! ```
 
-use crate::fsx::write_atomic;
+use crate::fsx::write_rebuildable;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -42,7 +44,7 @@ pub fn read(task_dir: &Path) -> Result<Option<InputsFile>, String> {
 
 fn write(task_dir: &Path, file: &InputsFile) -> io::Result<()> {
     let text = serde_json::to_string_pretty(file).map_err(io::Error::other)?;
-    write_atomic(&task_dir.join(INPUTS_FILE), format!("{text}\n").as_bytes())
+    write_rebuildable(&task_dir.join(INPUTS_FILE), format!("{text}\n").as_bytes())
 }
 
 /// Record what the phase that wrote `artifact` was given.

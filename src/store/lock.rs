@@ -86,7 +86,9 @@ pub fn acquire(project: &Path) -> Result<ProjectLock, LockError> {
         command.replace('\n', " ")
     );
     fs::create_dir_all(path.parent().unwrap_or(project)).map_err(|e| io_err(&path, e))?;
-    crate::fsx::write_atomic(&path, body.as_bytes()).map_err(|e| io_err(&path, e))?;
+    // Who holds the lock, for the message of a second writer: no process survives a power
+    // cut, so there is nothing to keep.
+    crate::fsx::write_rebuildable(&path, body.as_bytes()).map_err(|e| io_err(&path, e))?;
     Ok(ProjectLock { _dir: dir, path })
 }
 

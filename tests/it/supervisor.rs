@@ -283,3 +283,36 @@ fn capture_keeps_stdout_and_stderr_apart_and_stops_the_group_on_exit() {
     assert_eq!(out, b"out\n");
     assert_eq!(err, b"err\n");
 }
+
+/// The watchdog every agent runs under (`src/process/shim.rs`) waits on the kernel too: over a
+/// 2 s phase it blocks a handful of times, where a 20 ms polling tick would block about 100.
+/// A command the shell would only split into words is started by the watchdog itself (no
+/// `sh -c` in between), so the agent's parent is the watchdog.
+#[test]
+fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
+    let p = Project::new();
+    p.write(
+        "agent.sh",
+        "cat >/dev/null; sleep 2\n\
+         cat /proc/$PPID/comm > \"$AUTOMATON_PROJECT/parent.comm\"\n\
+         grep '^voluntary_ctxt_switches' /proc/$PPID/status > \"$AUTOMATON_PROJECT/parent.ctx\"\n\
+         echo done > \"$AUTOMATON_ARTIFACT\"\n",
+    );
+    let agent = format!("sh {}", p.join("agent.sh").display());
+    p.orchestrate_cmd()
+        .args(["--step", "--agent", &agent, "watch the watchdog"])
+        .assert()
+        .code(25); // one step done: waiting for the next
+
+    assert_eq!(p.read("parent.comm").trim(), "automaton");
+    let switches: u64 = p
+        .read("parent.ctx")
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(
+        switches < 20,
+        "the watchdog blocked {switches} times in 2 s"
+    );
+}

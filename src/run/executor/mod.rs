@@ -94,8 +94,8 @@ impl Executor for Local {
                 let mut c = Command::new(exe);
                 c.arg(crate::process::shim::SHIM_ARG)
                     .arg(spec.kill_grace.as_millis().to_string())
+                    .arg(std::os::fd::AsRawFd::as_raw_fd(&read).to_string())
                     .arg(spec.command);
-                crate::process::shim::hand_control(&mut c, &read);
                 (c, Some(write), Some(read))
             }
             None => {
@@ -106,15 +106,16 @@ impl Executor for Local {
         };
         cmd.current_dir(spec.cwd)
             .envs(spec.env.iter().map(|(k, v)| (k, v)));
-        let group = Group::spawn(
-            cmd,
-            Options {
-                stdin: Some(spec.prompt.as_bytes()),
-                output: Output::Log(log),
-                cancel: spec.cancel,
-                kill_grace: spec.kill_grace,
-            },
-        )?;
+        let opts = Options {
+            stdin: Some(spec.prompt.as_bytes()),
+            output: Output::Log(log),
+            cancel: spec.cancel,
+            kill_grace: spec.kill_grace,
+        };
+        let group = match &go_read {
+            Some(read) => crate::process::shim::with_control(read, || Group::spawn(cmd, opts))?,
+            None => Group::spawn(cmd, opts)?,
+        };
         // Only the shim keeps the read end.
         drop(go_read);
         Ok(Box::new(Gated { group, go }))
