@@ -102,6 +102,42 @@ fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Append `line` (no newline of its own) to a JSON-lines style file as one `write`, so a
+/// crash leaves at most a torn last line; a torn line left by an earlier crash is closed first
+/// (in the same write), so it stays a line of its own. Appending creates no inode and deletes
+/// none, unlike a rewrite by rename. `Durable` fsyncs the file (and its folder when new).
+pub fn append_line(path: &Path, line: &str, durability: Durability) -> io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)?;
+    let mut text = String::with_capacity(line.len() + 2);
+    let len = f.metadata()?.len();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::Start(len - 1))?;
+        f.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            text.push('\n');
+        }
+    }
+    text.push_str(line);
+    text.push('\n');
+    f.write_all(text.as_bytes())?;
+    if durability == Durability::Durable || full_durability() {
+        f.sync_all()?;
+        if len == 0
+            && let Some(dir) = path.parent()
+            && let Ok(d) = fs::File::open(dir)
+        {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
 /// Write a new file atomically, never replacing one: `Ok(false)` (and nothing written) when
 /// `path` already exists, even if it appeared while this was writing.
 pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {

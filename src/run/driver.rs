@@ -544,7 +544,7 @@ fn set_aside_failed_artifact(
     }
     let tree = load(run, rel);
     if let Some(node) = tree.nodes.first()
-        && artifact_check(node, dir, artifact) == ArtifactCheck::Inherited
+        && artifact_check(&node.snap, dir, artifact) == ArtifactCheck::Inherited
     {
         return Ok(None);
     }
@@ -724,16 +724,11 @@ fn one_phase(
         );
         return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
     }
-    let mut tree = load(run, rel);
-    let Some(node) = tree.nodes.first() else {
-        return Err(super::RunError::TaskGone(rel.to_string()));
-    };
     // The run that wrote the artifact is judged on it, marker or not.
-    let mut judged_node = node.clone();
-    if node.snap.incomplete == Some(phase.artifact()) {
-        judged_node.snap = crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut Vec::new());
+    if !dir.is_dir() {
+        return Err(super::RunError::TaskGone(rel.to_string()));
     }
-    let node = &judged_node;
+    let judged_snap = crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut Vec::new());
     let judged = judge_phase(&PhaseFacts {
         phase,
         end: super::end_of(&o.end),
@@ -742,7 +737,7 @@ fn one_phase(
         stopped_after_contract: o.stopped_after_contract,
         agent_ok: rep.ok,
         agent_error: rep.error.as_deref(),
-        artifact: artifact_check(node, dir, phase.artifact()),
+        artifact: artifact_check(&judged_snap, dir, phase.artifact()),
         log: &log_rel,
     });
     // What the agent wrote counts only once the run was judged a success; after a failure (a
@@ -756,13 +751,12 @@ fn one_phase(
             attempt: pr.attempt,
         });
     }
-    if tree
-        .nodes
-        .first()
-        .is_some_and(|n| n.snap.incomplete.is_some())
-    {
+    if judged_snap.incomplete.is_some() {
         crate::store::task_files::clear_incomplete(dir)?;
-        tree = load(run, rel);
+    }
+    let tree = load(run, rel);
+    if tree.nodes.is_empty() {
+        return Err(super::RunError::TaskGone(rel.to_string()));
     }
     // Nothing an agent did exists only as uncommitted files.
     if let (Some(iso), Some(ws)) = (run.isolation, ws) {
@@ -914,13 +908,16 @@ fn workspace(
 }
 
 /// What the task folder holds of a phase's artifact.
-fn artifact_check(node: &TaskNode, dir: &Path, artifact: Artifact) -> ArtifactCheck {
+fn artifact_check(
+    snap: &crate::task::snapshot::Snapshot,
+    dir: &Path,
+    artifact: Artifact,
+) -> ArtifactCheck {
     let name = artifact.file_name();
-    if !node.snap.artifacts.contains(artifact) {
+    if !snap.artifacts.contains(artifact) {
         return if !dir.join(name).exists() {
             ArtifactCheck::Missing
-        } else if node
-            .snap
+        } else if snap
             .origin
             .as_ref()
             .is_some_and(|or| or.inherited.contains_key(name))
@@ -931,12 +928,8 @@ fn artifact_check(node: &TaskNode, dir: &Path, artifact: Artifact) -> ArtifactCh
         };
     }
     let malformed = match artifact {
-        Artifact::Verdict => node
-            .snap
-            .verdict
-            .as_ref()
-            .and_then(|v| v.verdict.clone().err()),
-        Artifact::Decomposition => match &node.snap.plan {
+        Artifact::Verdict => snap.verdict.as_ref().and_then(|v| v.verdict.clone().err()),
+        Artifact::Decomposition => match &snap.plan {
             Some(Err(e)) => Some(e.to_string()),
             _ => None,
         },

@@ -20,8 +20,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io;
 use std::path::Path;
 
 pub const APPROVALS_FILE: &str = ".state.approvals";
@@ -112,32 +111,12 @@ pub fn now() -> String {
 /// Append one record: the whole line in one write, then fsync. A torn last line left by an
 /// earlier crash is closed first (in the same write), so it stays a line of its own.
 pub fn append(task_dir: &Path, record: &Record) -> io::Result<()> {
-    let path = task_dir.join(APPROVALS_FILE);
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(&path)?;
-    let mut line = String::new();
-    let len = f.metadata()?.len();
-    if len > 0 {
-        let mut last = [0u8; 1];
-        f.seek(SeekFrom::Start(len - 1))?;
-        f.read_exact(&mut last)?;
-        if last[0] != b'\n' {
-            line.push('\n');
-        }
-    }
-    line.push_str(&serde_json::to_string(record).map_err(io::Error::other)?);
-    line.push('\n');
-    f.write_all(line.as_bytes())?;
-    f.sync_all()?;
-    if len == 0
-        && let Ok(d) = fs::File::open(task_dir)
-    {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    let line = serde_json::to_string(record).map_err(io::Error::other)?;
+    crate::fsx::append_line(
+        &task_dir.join(APPROVALS_FILE),
+        &line,
+        crate::fsx::Durability::Durable,
+    )
 }
 
 /// Every readable record, oldest first, and a warning for each line that is not one (a torn
@@ -224,8 +203,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         append(dir.path(), &rec(RecordKind::Approve, "design")).unwrap();
         let path = dir.path().join(APPROVALS_FILE);
-        let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"v\":1,\"kind\":\"appr").unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{\"v\":1,\"kind\":\"appr").unwrap();
         let (records, warnings) = read(dir.path(), "t");
         assert_eq!(records, vec![rec(RecordKind::Approve, "design")]);
         assert_eq!(warnings.len(), 1);

@@ -23,7 +23,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The version written on every new line.
@@ -61,18 +60,10 @@ pub struct Entry {
 /// Append one line to the task's journal (best effort: a journal that cannot be written never
 /// stops a run).
 pub fn append(task_dir: &Path, entry: &Entry) {
-    if let Ok(mut f) = fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path(task_dir))
-    {
-        // One write of the whole line, so a crash cannot leave half a line for the next one
-        // to glue onto (a plain `writeln!` on a File writes token by token).
-        let Ok(mut text) = serde_json::to_string(entry) else {
-            return;
-        };
-        text.push('\n');
-        let _ = f.write_all(text.as_bytes());
+    // One write of the whole line (see `fsx::append_line`); the journal is a log, not state.
+    if let Ok(line) = serde_json::to_string(entry) {
+        let _ =
+            crate::fsx::append_line(&path(task_dir), &line, crate::fsx::Durability::Rebuildable);
     }
 }
 
