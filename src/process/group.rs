@@ -497,7 +497,7 @@ pub fn stop_foreign_group(pgid: u32, grace: Duration) {
 /// Fields of `/proc/<pid>/stat` after the command name (which may hold spaces): index 0 is the
 /// state, 2 the process group, 19 the start time in clock ticks since boot.
 pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = proc_stat(pid)?;
     Some(
         stat.rsplit_once(')')?
             .1
@@ -507,13 +507,36 @@ pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
     )
 }
 
-/// The start time of a process, in clock ticks since boot.
+/// The start time of a process, in clock ticks since boot (this process's own is read once).
 pub fn start_time(pid: u32) -> Option<u64> {
-    stat_fields(&pid.to_string())?.get(19)?.parse().ok()
+    static MINE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let read = || stat_fields(&pid.to_string())?.get(19)?.parse().ok();
+    if pid == std::process::id() {
+        return *MINE.get_or_init(read);
+    }
+    read()
+}
+
+/// `/proc/<pid>/stat`, read in one call (procfs reports a size of 0, so a plain
+/// `read_to_string` would read it in growing pieces from 32 bytes up).
+fn proc_stat(pid: &str) -> Option<String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut buf = [0u8; 4096];
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    String::from_utf8(buf[..len].to_vec()).ok()
 }
 
 fn process_name(pid: i32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = proc_stat(&pid.to_string())?;
     let (_, rest) = stat.split_once('(')?;
     Some(rest.rsplit_once(')')?.0.to_string())
 }
