@@ -16,7 +16,7 @@
 //! | `.stop` | durable | why a run stopped a task (a human reads it) |
 //! | `logs/verified` | durable | which VERDICT.md the verify command passed |
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
-//! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | durable | a sub-task's scope, written once |
+//! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
 //! | `.incomplete` | durable | the artifact a phase run is writing: without it, what a power cut left half-written would be judged |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |

@@ -3,7 +3,7 @@
 
 use super::Run;
 use crate::artifact::decomposition::{Plan, SubtaskRow};
-use crate::fsx::write_atomic;
+use crate::fsx::write_rebuildable;
 use crate::state::{Decision, State};
 use crate::task::snapshot::{STATE_FILE, SUBTASKS_DIR};
 use crate::task::{NewTask, TaskTree, create_task};
@@ -11,8 +11,8 @@ use serde_json::json;
 use std::path::Path;
 
 /// Make the folders of listed sub-tasks that do not exist yet (with `.state`, PARENT_SPEC.md
-/// and VRAM_CONFIG.md); leave existing ones untouched, except that a never-started folder whose
-/// creation was cut short gets the files it lacks. Orphans (folders no longer listed) are
+/// and VRAM_CONFIG.md); leave existing ones untouched, except that a folder lacking
+/// PARENT_SPEC.md or VRAM_CONFIG.md (a creation cut short, a power cut) gets them again. Orphans (folders no longer listed) are
 /// deleted only when they never started (nothing in them but those three files); otherwise
 /// they are kept and named.
 pub fn sync_subtasks(
@@ -24,8 +24,9 @@ pub fn sync_subtasks(
 ) -> super::Result<()> {
     let project = &run.settings.project;
     // Listed sub-tasks whose folder exists but lacks the files sync writes after creating it:
-    // an earlier run died in between (kill -9, power loss). They never started, so fill in
-    // what is missing before anything runs without its scope.
+    // an earlier run died in between (kill -9), or a power cut lost them (they are not
+    // fsynced: they are derived from the plan's row). Fill in what is missing before anything
+    // runs without its scope.
     let unfinished: Vec<&str> = plan
         .rows
         .iter()
@@ -33,7 +34,7 @@ pub fn sync_subtasks(
         .filter(|name| !decision.missing.iter().any(|m| m == name))
         .filter(|name| {
             let dir = parent_dir.join(SUBTASKS_DIR).join(name);
-            never_started(&dir)
+            dir.is_dir()
                 && ["PARENT_SPEC.md", "VRAM_CONFIG.md"]
                     .iter()
                     .any(|f| !dir.join(f).is_file())
@@ -65,7 +66,7 @@ pub fn sync_subtasks(
             run.progress.event(
                 "subtask_repaired",
                 json!({"task": format!("{parent_rel}/subtasks/{name}")}),
-                || format!("+ {parent_rel}/subtasks/{name}: PARENT_SPEC.md and VRAM_CONFIG.md written (its creation was cut short)"),
+                || format!("+ {parent_rel}/subtasks/{name}: PARENT_SPEC.md and VRAM_CONFIG.md written (they were missing)"),
             );
         }
         for name in &decision.missing {
@@ -142,17 +143,18 @@ fn never_started(dir: &Path) -> bool {
     }
 }
 
+/// Not fsynced: derived from the plan's row, and written again by the next sync when lost.
 fn write_sync_files(
     dir: &Path,
     parent_rel: &str,
     row: &SubtaskRow,
     vram: &crate::detect::VramReport,
 ) -> super::Result<()> {
-    write_atomic(
+    write_rebuildable(
         &dir.join("PARENT_SPEC.md"),
         parent_spec(parent_rel, row, vram.max_peak_context_kb).as_bytes(),
     )?;
-    write_atomic(
+    write_rebuildable(
         &dir.join("VRAM_CONFIG.md"),
         crate::detect::render_vram_config_md(vram, row.estimate).as_bytes(),
     )?;

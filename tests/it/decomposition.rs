@@ -490,10 +490,16 @@ fn a_cut_short_subtask_is_filled_in_and_an_orphan_with_logs_is_kept() {
     p.write(&format!("{PARENT}/SPEC.md"), "# Spec\n")
         .write(
             &format!("{PARENT}/DECOMPOSITION.md"),
-            plan(&[("x", 1, "-", "-", "Do the x thing")]),
+            plan(&[
+                ("x", 1, "-", "-", "Do the x thing"),
+                ("y", 1, "-", "-", "Do the y thing"),
+            ]),
         )
         // An earlier run died between creating x and writing its PARENT_SPEC.md.
-        .write(&format!("{}/.state", sub("x")), "new\n");
+        .write(&format!("{}/.state", sub("x")), "new\n")
+        // y had started when a power cut lost its (not fsynced) PARENT_SPEC.md and VRAM_CONFIG.md.
+        .write(&format!("{}/.state", sub("y")), "design\n")
+        .write(&format!("{}/SPEC.md", sub("y")), "# Spec of y\n");
     // Orphans: one holds only what automaton wrote; one ran a phase that left only its log.
     for (name, extra) in [("untouched", None), ("tried", Some("logs/research-1.log"))] {
         for f in [".state", "PARENT_SPEC.md", "VRAM_CONFIG.md"] {
@@ -511,6 +517,10 @@ fn a_cut_short_subtask_is_filled_in_and_an_orphan_with_logs_is_kept() {
             sub("x")
         ))
         .stderr_contains(format!(
+            "+ {}: PARENT_SPEC.md and VRAM_CONFIG.md written",
+            sub("y")
+        ))
+        .stderr_contains(format!(
             "- {}: no longer in DECOMPOSITION.md and never started; removed",
             sub("untouched")
         ))
@@ -524,6 +534,11 @@ fn a_cut_short_subtask_is_filled_in_and_an_orphan_with_logs_is_kept() {
             .contains("Do the x thing")
     );
     assert!(p.join(&format!("{}/VRAM_CONFIG.md", sub("x"))).is_file());
+    assert!(
+        p.read(&format!("{}/PARENT_SPEC.md", sub("y")))
+            .contains("Do the y thing")
+    );
+    assert_eq!(p.read(&format!("{}/SPEC.md", sub("y"))), "# Spec of y\n");
     assert_eq!(p.read(&format!("{}/.state", sub("x"))), "complete\n");
     assert!(!p.join(&sub("untouched")).exists());
     assert_eq!(
