@@ -2,9 +2,9 @@
 //! binary, re-executed with [`SHIM_ARG`]), not by the agent itself.
 //!
 //! - **Recorded before it can act.** The shim reads one byte from its control pipe (the
-//!   descriptor named by its `<control-fd>` argument), before it starts the agent; automaton writes it only once the shim's pid and
-//!   start time are durably in `logs/agent.pid`. If automaton dies first, the shim reads end of
-//!   file and exits without ever starting the agent.
+//!   descriptor its `<control-fd>` argument names) before it starts the agent; automaton
+//!   writes it only once the shim's pid and start time are in `logs/agent.pid`. If automaton
+//!   dies first, the shim reads end of file and exits without ever starting the agent.
 //! - **Stopped when automaton dies.** The shim keeps polling that pipe: end of file means
 //!   automaton is gone (even by SIGKILL, which no handler sees), and the shim stops every
 //!   descendant (TERM, grace, KILL) and exits. Unlike `PR_SET_PDEATHSIG` this does not depend on

@@ -12,9 +12,9 @@ use std::path::Path;
 
 /// Make the folders of listed sub-tasks that do not exist yet (with `.state`, PARENT_SPEC.md
 /// and VRAM_CONFIG.md); leave existing ones untouched, except that a folder lacking
-/// PARENT_SPEC.md or VRAM_CONFIG.md (a creation cut short, a power cut) gets them again. Orphans (folders no longer listed) are
-/// deleted only when they never started (nothing in them but those three files); otherwise
-/// they are kept and named.
+/// PARENT_SPEC.md or VRAM_CONFIG.md (a creation cut short, a power cut) gets them again.
+/// Orphans (folders no longer listed) are deleted only when they never started (nothing in
+/// them but those three files); otherwise they are kept and named.
 pub fn sync_subtasks(
     run: &Run<'_>,
     parent_rel: &str,
