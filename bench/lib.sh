@@ -1,10 +1,16 @@
 # Shared set-up of the benchmark scripts (sourced): a release build, a scratch folder removed
 # on exit (KEEP=1 keeps it), and a private home so no user setting leaks into the figures.
-# Sets: root, bin, work, project.
+# Sets: root, bin, work, project. BENCH_BIN=<path> times another build instead (to compare
+# two commits on one machine); the scratch folder follows TMPDIR (the file system matters:
+# see bench/README.md).
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-cargo build --release --quiet
-bin="$root/target/release/automaton"
+if [ -n "${BENCH_BIN:-}" ]; then
+    bin="$BENCH_BIN"
+else
+    cargo build --release --quiet
+    bin="$root/target/release/automaton"
+fi
 work="$(mktemp -d)"
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 project="$work/project"
