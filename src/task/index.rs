@@ -319,12 +319,8 @@ impl<'a> TaskCache<'a> {
         }
     }
 
-    /// Whether the reader stats files through this cache (and so wants the folder open).
-    pub fn enabled(&self) -> bool {
-        self.enabled
-    }
-
-    /// Stat the files of `path`'s folder relative to `dir` (that folder, open), from now on.
+    /// Stat and open the files of `path`'s folder relative to `dir` (that folder, open), from
+    /// now on.
     pub fn set_dir(&mut self, dir: rustix::fs::Dir) {
         self.at = Some(dir);
     }
@@ -341,13 +337,13 @@ impl<'a> TaskCache<'a> {
         m.is_file().then(|| StatKey::of(&m))
     }
 
-    fn lookup(&mut self, id: u8, path: &Path) -> (Option<StatKey>, Option<Facts<Vec<u8>>>) {
-        if !self.enabled {
-            return (None, None);
+    /// What the old index says of the file, when its key is still the recorded one. A file
+    /// the old index has no entry for is not stat'ed: it is read anyway.
+    fn lookup(&mut self, id: u8, path: &Path) -> Option<Facts<Vec<u8>>> {
+        if !self.enabled || !self.old.iter().any(|(i, _, _)| *i == id) {
+            return None;
         }
-        let Some(key) = self.stat(path) else {
-            return (None, None);
-        };
+        let key = self.stat(path)?;
         let hit = self
             .old
             .iter()
@@ -363,7 +359,40 @@ impl<'a> TaskCache<'a> {
             self.tally.hits += 1;
             self.new.push((id, key, f.clone()));
         }
-        (Some(key), hit)
+        hit
+    }
+
+    /// Open a file to read it, relative to the open folder where there is one; a regular file
+    /// only (as [`crate::fsx::open_regular`]: a FIFO would block). With the index on, also its
+    /// key, taken from the open file before a byte is read (a key taken after the read could
+    /// pair older bytes with a newer key).
+    fn open(&self, path: &Path) -> io::Result<(std::fs::File, Option<StatKey>)> {
+        let (Some(at), Some(name)) = (self.at.as_ref().and_then(|d| d.fd().ok()), path.file_name())
+        else {
+            let file = crate::fsx::open_regular(path)?;
+            let key = match self.enabled {
+                true => Some(StatKey::of(&file.metadata()?)),
+                false => None,
+            };
+            return Ok((file, key));
+        };
+        use rustix::fs::OFlags;
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let file = std::fs::File::from(rustix::fs::openat(
+            at,
+            name,
+            flags,
+            rustix::fs::Mode::empty(),
+        )?);
+        let st = rustix::fs::fstat(&file)?;
+        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a regular file", path.display()),
+            ));
+        }
+        // O_NONBLOCK stays set: it changes nothing on a regular file.
+        Ok((file, self.enabled.then(|| StatKey::of_stat(&st))))
     }
 
     fn store(&mut self, id: u8, key: Option<StatKey>, facts: Facts<Vec<u8>>) {
@@ -380,29 +409,31 @@ impl<'a> TaskCache<'a> {
         &mut self,
         id: u8,
         path: &Path,
-        read: impl FnOnce(&Path) -> io::Result<(bool, bool)>,
+        read: impl FnOnce(&mut std::fs::File) -> io::Result<(bool, bool)>,
     ) -> io::Result<(bool, bool)> {
-        let (key, hit) = self.lookup(id, path);
-        if let Some(Facts::Probe { content, utf8_ok }) = hit {
+        if let Some(Facts::Probe { content, utf8_ok }) = self.lookup(id, path) {
             return Ok((content, utf8_ok));
         }
-        let (content, utf8_ok) = read(path)?;
+        let (mut file, key) = self.open(path)?;
+        let (content, utf8_ok) = read(&mut file)?;
         self.store(id, key, Facts::Probe { content, utf8_ok });
         Ok((content, utf8_ok))
     }
 
-    /// The bytes of a small file, and whether the read was cut short (those are not kept).
-    pub fn bytes(
-        &mut self,
-        id: u8,
-        path: &Path,
-        read: impl FnOnce(&Path) -> io::Result<(Vec<u8>, bool)>,
-    ) -> io::Result<(Vec<u8>, bool)> {
-        let (key, hit) = self.lookup(id, path);
-        if let Some(Facts::Bytes(b)) = hit {
+    /// The bytes of a small file, at most `limit` of them, and whether the file was longer
+    /// (those are not kept).
+    pub fn bytes(&mut self, id: u8, path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
+        if let Some(Facts::Bytes(b)) = self.lookup(id, path) {
             return Ok((b, false));
         }
-        let (bytes, truncated) = read(path)?;
+        let (file, key) = self.open(path)?;
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(
+            &mut io::Read::take(file, (limit as u64).saturating_add(1)),
+            &mut bytes,
+        )?;
+        let truncated = bytes.len() > limit;
+        bytes.truncate(limit);
         if !truncated
             && bytes.len() <= MAX_KEPT_BYTES
             && key.is_some_and(|k| k.size == bytes.len() as u64)
@@ -565,9 +596,7 @@ mod tests {
         let read = |index: &Index| {
             let mut tally = Tally::default();
             let mut c = TaskCache::new(Some(index), "tasks/a", now_ns(), &mut tally);
-            let (b, _) = c
-                .bytes(0, &f, |p| std::fs::read(p).map(|b| (b, false)))
-                .unwrap();
+            let (b, _) = c.bytes(0, &f, usize::MAX).unwrap();
             String::from_utf8(b).unwrap()
         };
         let clean = key.mtime_ns.max(key.ctime_ns) + RACY_NS + 1;

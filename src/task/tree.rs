@@ -5,7 +5,7 @@
 
 use super::gates::{ApprovalWait, StaleArtifact, approval_wait, stale_artifacts};
 use super::index::{self, Index, Tally, TaskCache};
-use super::snapshot::{SUBTASKS_DIR, Snapshot, read_snapshot_with};
+use super::snapshot::{SUBTASKS_DIR, Snapshot, open_dir, read_snapshot_in};
 use crate::state::{
     ChildFacts, Decision, Facts, Phase, PhaseConfig, PlannedSubtask, State, Verdict, decide,
 };
@@ -100,8 +100,12 @@ impl TaskTree {
         w.finish(config)
     }
 
+    /// The node of `rel`, by binary search: the walk leaves nodes in [`walk_order`].
     pub fn find(&self, rel: &str) -> Option<usize> {
-        self.nodes.iter().position(|n| n.rel == rel)
+        let i = self
+            .nodes
+            .partition_point(|n| walk_order(&n.rel, rel) == std::cmp::Ordering::Less);
+        (self.nodes.get(i)?.rel == rel).then_some(i)
     }
 
     /// Read the approvals of every task whose next phase is one of `gates` (`Approve
@@ -124,6 +128,26 @@ impl TaskTree {
                 approval_wait(&node.dir, &node.rel, &node.snap, phase, &mut self.warnings);
         }
     }
+}
+
+/// The order of a walk: by root (in [`crate::names::ROOTS`] order), then by path components
+/// (siblings are listed sorted by name, and a parent comes before its sub-tasks).
+fn walk_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn root(rel: &str) -> usize {
+        crate::names::ROOTS
+            .iter()
+            .position(|r| rel.strip_prefix(r).is_some_and(|t| t.starts_with('/')))
+            .unwrap_or(crate::names::ROOTS.len())
+    }
+    root(a)
+        .cmp(&root(b))
+        .then_with(|| a.split('/').cmp(b.split('/')))
+}
+
+/// (device, inode) of a `stat` result (the field types differ between targets).
+#[allow(clippy::unnecessary_cast)]
+fn dev_ino(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
 }
 
 /// Below this many top-level tasks a walk stays on one thread.
@@ -292,9 +316,16 @@ impl<'a> Walker<'a> {
         parent: Option<usize>,
         depth: usize,
     ) {
-        match fs::metadata(dir) {
-            Ok(m) => {
-                if !self.seen.insert((m.dev(), m.ino())) {
+        // The folder is opened once: its identity (for the loop check) is that of the open
+        // folder, and the same descriptor lists it. One that cannot be opened is stat'ed.
+        let listing = open_dir(dir);
+        let id = match &listing {
+            Ok(d) => d.stat().map(|st| dev_ino(&st)).map_err(Into::into),
+            Err(_) => fs::metadata(dir).map(|m| (m.dev(), m.ino())),
+        };
+        match id {
+            Ok(id) => {
+                if !self.seen.insert(id) {
                     self.warnings.push(format!(
                         "{rel}: symlink loop or second link to a task already seen; skipped"
                     ));
@@ -309,18 +340,19 @@ impl<'a> Walker<'a> {
         let snap = match self.index {
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
-                let snap = read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache, true);
+                let snap =
+                    read_snapshot_in(listing, dir, &rel, &mut self.warnings, &mut cache, true);
                 cache.finish(&rel, &mut self.out);
                 snap
             }
             None => {
                 let mut tally = Tally::default();
                 let mut cache = TaskCache::none(&mut tally);
-                read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache, true)
+                read_snapshot_in(listing, dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
         let stale = stale_artifacts(dir, &rel, &snap, &mut self.warnings);
-        let has_subtasks = snap.has_subtasks_dir;
+        let (has_subtasks, snap_subtasks_is_dir) = (snap.has_subtasks_dir, snap.subtasks_is_dir);
         let index = self.nodes.len();
         self.nodes.push(TaskNode {
             rel: rel.clone(),
@@ -341,7 +373,7 @@ impl<'a> Walker<'a> {
         if has_subtasks {
             let sub = dir.join(SUBTASKS_DIR);
             let sub_rel = format!("{rel}/{SUBTASKS_DIR}");
-            if fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
+            if snap_subtasks_is_dir || fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
                 self.walk_children(&sub, &sub_rel, Some(index), depth + 1, false);
             } else {
                 self.warnings
@@ -394,6 +426,44 @@ impl<'a> Walker<'a> {
             nodes: self.nodes,
             warnings: self.warnings,
             budget: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `find` answers by binary search: every node is found where it is, whatever its name
+    /// sorts next to (`a-b` sorts before `a/...` by bytes, after it by components).
+    #[test]
+    fn find_locates_every_node_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        for rel in [
+            "tasks/a/subtasks/s2",
+            "tasks/a/subtasks/s1/subtasks/x",
+            "tasks/a-b",
+            "tasks/a.b",
+            "tasks/b",
+            ".automaton/tasks/a",
+            ".automaton/tasks/z/subtasks/a",
+        ] {
+            fs::create_dir_all(dir.path().join(rel)).unwrap();
+        }
+        let tree = TaskTree::load(dir.path(), &PhaseConfig::default());
+        assert_eq!(tree.nodes.len(), 10, "{:?}", tree.warnings);
+        for (i, n) in tree.nodes.iter().enumerate() {
+            assert_eq!(tree.find(&n.rel), Some(i), "{}", n.rel);
+        }
+        for rel in [
+            "tasks/a/subtasks",
+            "tasks/c",
+            "tasks",
+            "",
+            ".automaton/tasks/b",
+            "x/a",
+        ] {
+            assert_eq!(tree.find(rel), None, "{rel}");
         }
     }
 }
