@@ -26,6 +26,7 @@
 
 use crate::state::Artifact;
 use std::io;
+use std::ops::Range;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -243,8 +244,9 @@ impl Index {
         self.entries
     }
 
-    /// The recorded entries of one task, if any.
-    fn task(&self, rel: &str) -> Vec<(u8, StatKey, Facts<&[u8]>)> {
+    /// The recorded entries of one task, if any, and where its record lies in the body.
+    #[allow(clippy::type_complexity)]
+    fn task(&self, rel: &str) -> (Vec<(u8, StatKey, Facts<&[u8]>)>, Option<Range<usize>>) {
         let h = path_hash(rel);
         let first = self.slots.partition_point(|(k, _)| *k < h);
         for (k, at) in &self.slots[first..] {
@@ -258,14 +260,43 @@ impl Index {
             if let Some((r, start, count)) = c.record()
                 && r == rel
             {
+                let record = *at as usize..c.at;
                 let mut c = Cursor {
                     b: &self.body,
                     at: start,
                 };
-                return (0..count).filter_map(|_| c.entry()).collect();
+                return ((0..count).filter_map(|_| c.entry()).collect(), Some(record));
             }
         }
-        Vec::new()
+        (Vec::new(), None)
+    }
+}
+
+/// The records of the next index, in walk order: the bytes of new ones, and runs of old ones
+/// kept as they were, by their place in the old index's body (not copied: a walk that changes
+/// nothing builds no second index in memory).
+#[derive(Default)]
+pub struct Records(Vec<Run>);
+
+enum Run {
+    New(Vec<u8>),
+    Old(Range<usize>),
+}
+
+impl Records {
+    fn push(&mut self, run: Run) {
+        match (self.0.last_mut(), run) {
+            (Some(Run::New(a)), Run::New(b)) => a.extend_from_slice(&b),
+            (Some(Run::Old(a)), Run::Old(b)) if a.end == b.start => a.end = b.end,
+            (_, run) => self.0.push(run),
+        }
+    }
+
+    /// Append the records of a later part of the walk.
+    pub fn append(&mut self, other: Records) {
+        for run in other.0 {
+            self.push(run);
+        }
     }
 }
 
@@ -282,6 +313,11 @@ pub struct Tally {
 /// record it builds for the next index.
 pub struct TaskCache<'a> {
     old: Vec<(u8, StatKey, Facts<&'a [u8]>)>,
+    /// Where the old record lies in the old body.
+    old_record: Option<Range<usize>>,
+    /// Whether every entry so far is the old entry at the same place (then the old record
+    /// is kept as it is).
+    as_old: bool,
     enabled: bool,
     /// Entries of the new record: (id, key, facts).
     new: Vec<(u8, StatKey, Facts<Vec<u8>>)>,
@@ -298,6 +334,8 @@ impl<'a> TaskCache<'a> {
     pub fn none(tally: &'a mut Tally) -> TaskCache<'a> {
         TaskCache {
             old: Vec::new(),
+            old_record: None,
+            as_old: true,
             enabled: false,
             new: Vec::new(),
             index_time: 0,
@@ -308,8 +346,11 @@ impl<'a> TaskCache<'a> {
     }
 
     pub fn new(index: Option<&'a Index>, rel: &str, now: i64, tally: &'a mut Tally) -> Self {
+        let (old, old_record) = index.map(|i| i.task(rel)).unwrap_or_default();
         TaskCache {
-            old: index.map(|i| i.task(rel)).unwrap_or_default(),
+            old,
+            old_record,
+            as_old: true,
             enabled: true,
             new: Vec::new(),
             index_time: index.map_or(0, |i| i.written_ns),
@@ -344,22 +385,21 @@ impl<'a> TaskCache<'a> {
             return None;
         }
         let key = self.stat(path)?;
-        let hit = self
+        let at = self
             .old
             .iter()
-            .find(|(i, k, _)| *i == id && *k == key && !k.racy(self.index_time))
-            .map(|(_, _, f)| match f {
-                Facts::Probe { content, utf8_ok } => Facts::Probe {
-                    content: *content,
-                    utf8_ok: *utf8_ok,
-                },
-                Facts::Bytes(b) => Facts::Bytes(b.to_vec()),
-            });
-        if let Some(f) = &hit {
-            self.tally.hits += 1;
-            self.new.push((id, key, f.clone()));
-        }
-        hit
+            .position(|(i, k, _)| *i == id && *k == key && !k.racy(self.index_time))?;
+        let f = match &self.old[at].2 {
+            Facts::Probe { content, utf8_ok } => Facts::Probe {
+                content: *content,
+                utf8_ok: *utf8_ok,
+            },
+            Facts::Bytes(b) => Facts::Bytes(b.to_vec()),
+        };
+        self.tally.hits += 1;
+        self.as_old &= at == self.new.len();
+        self.new.push((id, key, f.clone()));
+        Some(f)
     }
 
     /// Open a file to read it, relative to the open folder where there is one; a regular file
@@ -400,6 +440,7 @@ impl<'a> TaskCache<'a> {
             && !key.racy(self.now)
         {
             self.tally.stored_misses += 1;
+            self.as_old = false;
             self.new.push((id, key, facts));
         }
     }
@@ -443,11 +484,18 @@ impl<'a> TaskCache<'a> {
         Ok((bytes, truncated))
     }
 
-    /// Append this task's record to `out` (nothing when it has no entries).
-    pub fn finish(self, rel: &str, out: &mut Vec<u8>) {
+    /// Append this task's record to `records` (nothing when it has no entries).
+    pub fn finish(self, rel: &str, records: &mut Records) {
         if !self.enabled || self.new.is_empty() || rel.len() > usize::from(u16::MAX) {
             return;
         }
+        if let Some(record) = self.old_record.filter(|_| self.as_old)
+            && self.new.len() == self.old.len()
+        {
+            records.push(Run::Old(record));
+            return;
+        }
+        let mut out = Vec::new();
         out.extend_from_slice(&(rel.len() as u16).to_le_bytes());
         out.extend_from_slice(rel.as_bytes());
         out.push(self.new.len().min(255) as u8);
@@ -469,6 +517,7 @@ impl<'a> TaskCache<'a> {
                 }
             }
         }
+        records.push(Run::New(out));
     }
 }
 
@@ -483,27 +532,37 @@ pub fn now_ns() -> i64 {
 /// effort (a read-only project keeps no index, and nothing is reported).
 pub fn save(
     project: &Path,
-    old_entries: Option<usize>,
+    old: Option<&Index>,
     tasks: usize,
     tally: Tally,
-    parts: &[Vec<u8>],
+    records: &Records,
     now: i64,
 ) {
-    if old_entries.is_none() && tasks < MIN_TASKS {
+    if old.is_none() && tasks < MIN_TASKS {
         return;
     }
-    let unchanged = old_entries.is_some_and(|o| tally.stored_misses == 0 && tally.hits == o);
+    let unchanged = old.is_some_and(|o| tally.stored_misses == 0 && tally.hits == o.entries);
     if unchanged {
         return;
     }
-    let len: usize = parts.iter().map(Vec::len).sum();
+    let mut body: Vec<&[u8]> = Vec::with_capacity(records.0.len());
+    for run in &records.0 {
+        match run {
+            Run::New(b) => body.push(b),
+            Run::Old(r) => match old.and_then(|o| o.body.get(r.clone())) {
+                Some(b) => body.push(b),
+                None => return,
+            },
+        }
+    }
+    let len: usize = body.iter().map(|b| b.len()).sum();
     let mut file = Vec::with_capacity(HEADER + len);
     file.extend_from_slice(MAGIC);
     file.extend_from_slice(&(len as u64).to_le_bytes());
     file.extend_from_slice(&[0; 8]);
     file.extend_from_slice(&now.to_le_bytes());
-    for p in parts {
-        file.extend_from_slice(p);
+    for b in body {
+        file.extend_from_slice(b);
     }
     let sum = checksum(&file[HEADER - 8..]);
     file[16..24].copy_from_slice(&sum.to_le_bytes());
@@ -519,7 +578,7 @@ pub fn save(
 mod tests {
     use super::*;
 
-    fn record(rel: &str, entries: usize) -> Vec<u8> {
+    fn record(rel: &str, entries: usize) -> Records {
         let mut tally = Tally::default();
         let mut c = TaskCache::none(&mut tally);
         c.enabled = true;
@@ -542,7 +601,7 @@ mod tests {
                 },
             ));
         }
-        let mut out = Vec::new();
+        let mut out = Records::default();
         c.finish(rel, &mut out);
         out
     }
@@ -550,7 +609,8 @@ mod tests {
     #[test]
     fn round_trip_and_every_corruption_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let parts = vec![record("tasks/a", 3), record("tasks/b/subtasks/c", 2)];
+        let mut parts = record("tasks/a", 3);
+        parts.append(record("tasks/b/subtasks/c", 2));
         save(
             dir.path(),
             None,
@@ -562,10 +622,10 @@ mod tests {
         let bytes = std::fs::read(dir.path().join(INDEX_FILE)).unwrap();
         let index = Index::parse(bytes.clone()).unwrap();
         assert_eq!(index.entries(), 5);
-        let a = index.task("tasks/a");
+        let a = index.task("tasks/a").0;
         assert_eq!(a.len(), 3);
         assert_eq!(a[1].2, Facts::Bytes(&b"abc"[..]));
-        assert!(index.task("tasks/x").is_empty());
+        assert!(index.task("tasks/x").0.is_empty());
         // Any one byte changed, or the file cut anywhere, and the index is not used.
         for i in 0..bytes.len() {
             let mut b = bytes.clone();
@@ -588,9 +648,9 @@ mod tests {
             let mut c = TaskCache::none(&mut tally);
             c.enabled = true;
             c.new.push((0, key, Facts::Bytes(b"cached\n".to_vec())));
-            let mut out = Vec::new();
+            let mut out = Records::default();
             c.finish("tasks/a", &mut out);
-            save(dir.path(), None, MIN_TASKS, Tally::default(), &[out], time);
+            save(dir.path(), None, MIN_TASKS, Tally::default(), &out, time);
             Index::load(dir.path()).unwrap()
         };
         let read = |index: &Index| {
@@ -614,6 +674,57 @@ mod tests {
         assert_eq!(read(&body(clean, other)), "real\n", "other ctime");
     }
 
+    /// A walk that finds some tasks as the index recorded them keeps their records by range
+    /// and writes the changed ones anew: the index it saves answers for all of them.
+    #[test]
+    fn unchanged_records_are_kept_and_changed_ones_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        for t in ["a", "b", "c"] {
+            std::fs::create_dir_all(dir.path().join("tasks").join(t)).unwrap();
+            std::fs::write(dir.path().join(format!("tasks/{t}/SPEC.md")), t).unwrap();
+        }
+        let walk = |index: Option<&Index>, now: i64| {
+            let mut tally = Tally::default();
+            let mut records = Records::default();
+            for t in ["a", "b", "c"] {
+                let rel = format!("tasks/{t}");
+                let mut c = TaskCache::new(index, &rel, now, &mut tally);
+                c.bytes(0, &dir.path().join(&rel).join("SPEC.md"), 64)
+                    .unwrap();
+                c.finish(&rel, &mut records);
+            }
+            (records, tally)
+        };
+        let later = now_ns() + 3 * RACY_NS;
+        let (records, tally) = walk(None, later);
+        save(dir.path(), None, MIN_TASKS, tally, &records, later);
+        let first = Index::load(dir.path()).unwrap();
+        std::fs::write(dir.path().join("tasks/b/SPEC.md"), "bb").unwrap();
+        let (records, tally) = walk(Some(&first), later);
+        assert!(
+            matches!(&records.0[..], [Run::Old(_), Run::New(_), Run::Old(_)]),
+            "a and c kept, b new"
+        );
+        save(
+            dir.path(),
+            Some(&first),
+            MIN_TASKS,
+            tally,
+            &records,
+            later + 1,
+        );
+        let second = Index::load(dir.path()).unwrap();
+        for (t, text) in [("a", "a"), ("b", "bb"), ("c", "c")] {
+            let entries = second.task(&format!("tasks/{t}")).0;
+            assert_eq!(entries.len(), 1, "{t}");
+            assert_eq!(entries[0].2, Facts::Bytes(text.as_bytes()), "{t}");
+        }
+        // Nothing changed since: every record is kept, as one run.
+        let (records, tally) = walk(Some(&second), later + 2);
+        assert!(matches!(&records.0[..], [Run::Old(_)]));
+        assert_eq!(tally.hits, second.entries());
+    }
+
     #[test]
     fn small_trees_get_no_index() {
         let dir = tempfile::tempdir().unwrap();
@@ -622,7 +733,7 @@ mod tests {
             None,
             MIN_TASKS - 1,
             Tally::default(),
-            &[record("tasks/a", 1)],
+            &record("tasks/a", 1),
             0,
         );
         assert!(!dir.path().join(".automaton").exists());

@@ -4,7 +4,7 @@
 //! non-UTF-8 name or a stray file is a warning naming the path, never a crash.
 
 use super::gates::{ApprovalWait, StaleArtifact, approval_wait, stale_artifacts};
-use super::index::{self, Index, Tally, TaskCache};
+use super::index::{self, Index, Records, Tally, TaskCache};
 use super::snapshot::{SUBTASKS_DIR, Snapshot, open_dir, read_snapshot_in};
 use crate::state::{
     ChildFacts, Decision, Facts, Phase, PhaseConfig, PlannedSubtask, State, Verdict, decide,
@@ -76,17 +76,23 @@ impl TaskTree {
             }
         }
         let tally = w.tally;
-        let out = std::mem::take(&mut w.out);
-        let old_entries = old.as_ref().map(Index::entries);
-        // The old index is no longer needed: free it before the new one is written.
+        let records = std::mem::take(&mut w.out);
         let done = Walker {
             nodes: std::mem::take(&mut w.nodes),
             warnings: std::mem::take(&mut w.warnings),
             ..Walker::new(None, 0)
         };
         drop(w);
-        drop(old);
-        index::save(project, old_entries, done.nodes.len(), tally, &[out], now);
+        // Records kept from the old index are copied from its body.
+        index::save(
+            project,
+            old.as_ref(),
+            done.nodes.len(),
+            tally,
+            &records,
+            now,
+        );
+        drop((records, old));
         done.finish(config)
     }
 
@@ -96,7 +102,7 @@ impl TaskTree {
         let dir = project.join(rel);
         let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
         let depth = rel.matches("/subtasks/").count();
-        w.visit_task(&dir, rel.to_string(), name, None, depth);
+        w.visit_task(dir, rel.to_string(), name, None, depth);
         w.finish(config)
     }
 
@@ -152,18 +158,22 @@ fn dev_ino(st: &rustix::fs::Stat) -> (u64, u64) {
 
 /// Below this many top-level tasks a walk stays on one thread.
 const PARALLEL_MIN: usize = 64;
+/// Top-level tasks a worker takes at a time.
+const CHUNK: usize = 128;
 
 struct Walker<'a> {
     nodes: Vec<TaskNode>,
     warnings: Vec<String>,
     /// (device, inode) of every folder visited, so a symlink loop is seen, not followed.
     seen: HashSet<(u64, u64)>,
+    /// A worker's view of those visited before its walk began (the roots).
+    earlier: Option<&'a HashSet<(u64, u64)>>,
     /// `Some` when reading through the index (`Some(None)`: none yet, build one).
     index: Option<Option<&'a Index>>,
     now: i64,
     tally: Tally,
     /// The records of the next index, in walk order.
-    out: Vec<u8>,
+    out: Records,
 }
 
 impl<'a> Walker<'a> {
@@ -172,10 +182,11 @@ impl<'a> Walker<'a> {
             nodes: Vec::new(),
             warnings: Vec::new(),
             seen: HashSet::new(),
+            earlier: None,
             index,
             now,
             tally: Tally::default(),
-            out: Vec::new(),
+            out: Records::default(),
         }
     }
 
@@ -194,7 +205,7 @@ impl<'a> Walker<'a> {
             return;
         }
         for (path, child_rel, name) in tasks {
-            self.visit_task(&path, child_rel, name, parent, depth);
+            self.visit_task(path, child_rel, name, parent, depth);
         }
     }
 
@@ -260,57 +271,90 @@ impl<'a> Walker<'a> {
         tasks
     }
 
-    /// Visit top-level task folders on every core, then append the parts in name order, so the
-    /// result is the same as a sequential walk. Reading artifacts is mostly system time, which
-    /// a second core halves.
+    /// Visit top-level task folders on every core, in chunks taken in turn, and append each
+    /// chunk's part in name order as soon as it and those before it are done: the result is
+    /// that of a sequential walk, and the parts never all wait in memory beside the whole.
+    /// Reading artifacts is mostly system time, which a second core halves.
     fn visit_parallel(&mut self, tasks: Vec<(PathBuf, String, String)>, depth: usize) {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8);
-        let chunk = tasks.len().div_ceil(threads);
-        let seen = &self.seen;
+        let mut chunks = Vec::new();
+        let mut tasks = tasks.into_iter();
+        loop {
+            let chunk: Vec<_> = tasks.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            chunks.push(chunk);
+        }
+        let queue = std::sync::Mutex::new(chunks.into_iter().enumerate());
+        // The folders seen before (the roots) are shared by the workers while the parts fill
+        // `seen` again.
+        let earlier = std::mem::take(&mut self.seen);
+        let (queue, seen) = (&queue, &earlier);
         let (index, now) = (self.index, self.now);
-        let parts: Vec<Walker> = std::thread::scope(|scope| {
-            let handles: Vec<_> = tasks
-                .chunks(chunk)
-                .map(|part| {
+        let (send, done) = std::sync::mpsc::channel::<(usize, Walker)>();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let send = send.clone();
                     scope.spawn(move || {
-                        let mut w = Walker {
-                            seen: seen.clone(),
-                            ..Walker::new(index, now)
-                        };
-                        for (path, rel, name) in part {
-                            w.visit_task(path, rel.clone(), name.clone(), None, depth);
+                        loop {
+                            let next = queue.lock().map(|mut q| q.next());
+                            let Ok(Some((k, chunk))) = next else { break };
+                            let mut w = Walker {
+                                earlier: Some(seen),
+                                ..Walker::new(index, now)
+                            };
+                            for (path, rel, name) in chunk {
+                                w.visit_task(path, rel, name, None, depth);
+                            }
+                            if send.send((k, w)).is_err() {
+                                break;
+                            }
                         }
-                        w
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        });
-        for part in parts {
-            let offset = self.nodes.len();
-            for mut node in part.nodes {
-                node.parent = node.parent.map(|p| p + offset);
-                for c in &mut node.children {
-                    *c += offset;
+            drop(send);
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next = 0;
+            for (k, part) in done {
+                waiting.insert(k, part);
+                while let Some(part) = waiting.remove(&next) {
+                    self.append(part);
+                    next += 1;
                 }
-                self.nodes.push(node);
             }
-            self.warnings.extend(part.warnings);
-            self.seen.extend(part.seen);
-            self.tally.hits += part.tally.hits;
-            self.tally.stored_misses += part.tally.stored_misses;
-            self.out.extend_from_slice(&part.out);
+            for w in workers {
+                w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            }
+        });
+        self.seen.extend(earlier);
+    }
+
+    /// Append the part a worker walked (its indices shift by the nodes already here).
+    fn append(&mut self, part: Walker) {
+        let offset = self.nodes.len();
+        self.nodes.reserve(part.nodes.len());
+        for mut node in part.nodes {
+            node.parent = node.parent.map(|p| p + offset);
+            for c in &mut node.children {
+                *c += offset;
+            }
+            self.nodes.push(node);
         }
+        self.warnings.extend(part.warnings);
+        self.seen.extend(part.seen);
+        self.tally.hits += part.tally.hits;
+        self.tally.stored_misses += part.tally.stored_misses;
+        self.out.append(part.out);
     }
 
     fn visit_task(
         &mut self,
-        dir: &Path,
+        dir: PathBuf,
         rel: String,
         name: String,
         parent: Option<usize>,
@@ -318,14 +362,14 @@ impl<'a> Walker<'a> {
     ) {
         // The folder is opened once: its identity (for the loop check) is that of the open
         // folder, and the same descriptor lists it. One that cannot be opened is stat'ed.
-        let listing = open_dir(dir);
+        let listing = open_dir(&dir);
         let id = match &listing {
             Ok(d) => d.stat().map(|st| dev_ino(&st)).map_err(Into::into),
-            Err(_) => fs::metadata(dir).map(|m| (m.dev(), m.ino())),
+            Err(_) => fs::metadata(&dir).map(|m| (m.dev(), m.ino())),
         };
         match id {
             Ok(id) => {
-                if !self.seen.insert(id) {
+                if self.earlier.is_some_and(|e| e.contains(&id)) || !self.seen.insert(id) {
                     self.warnings.push(format!(
                         "{rel}: symlink loop or second link to a task already seen; skipped"
                     ));
@@ -341,22 +385,23 @@ impl<'a> Walker<'a> {
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
                 let snap =
-                    read_snapshot_in(listing, dir, &rel, &mut self.warnings, &mut cache, true);
+                    read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true);
                 cache.finish(&rel, &mut self.out);
                 snap
             }
             None => {
                 let mut tally = Tally::default();
                 let mut cache = TaskCache::none(&mut tally);
-                read_snapshot_in(listing, dir, &rel, &mut self.warnings, &mut cache, true)
+                read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
-        let stale = stale_artifacts(dir, &rel, &snap, &mut self.warnings);
+        let stale = stale_artifacts(&dir, &rel, &snap, &mut self.warnings);
         let (has_subtasks, snap_subtasks_is_dir) = (snap.has_subtasks_dir, snap.subtasks_is_dir);
+        let sub = has_subtasks.then(|| dir.join(SUBTASKS_DIR));
         let index = self.nodes.len();
         self.nodes.push(TaskNode {
             rel: rel.clone(),
-            dir: dir.to_path_buf(),
+            dir,
             name,
             parent,
             children: Vec::new(),
@@ -370,8 +415,7 @@ impl<'a> Walker<'a> {
         if let Some(p) = parent {
             self.nodes[p].children.push(index);
         }
-        if has_subtasks {
-            let sub = dir.join(SUBTASKS_DIR);
+        if let Some(sub) = sub {
             let sub_rel = format!("{rel}/{SUBTASKS_DIR}");
             if snap_subtasks_is_dir || fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
                 self.walk_children(&sub, &sub_rel, Some(index), depth + 1, false);
