@@ -21,7 +21,7 @@
 //! Node ids are `t<index>_<path>` with every character outside `[A-Za-z0-9_]` replaced by `_`:
 //! valid in both formats and unique (the index), whatever the folder names hold.
 
-use super::{TaskView, task_view};
+use super::blocked_by;
 use crate::state::{Phase, State};
 use crate::task::TaskTree;
 use std::collections::HashMap;
@@ -129,20 +129,19 @@ fn sanitize(path: &str) -> String {
         .collect()
 }
 
-fn build(tree: &TaskTree, prefix: &str) -> Graph {
-    let views: Vec<TaskView> = (0..tree.nodes.len())
-        .map(|i| task_view(tree, i, prefix))
-        .collect();
+fn build(tree: &TaskTree) -> Graph {
+    // A box shows the name, the state and a blocker: no whole task view is built.
     let mut g = Graph::default();
-    for (i, v) in views.iter().enumerate() {
-        let mut lines = vec![v.name.clone(), v.state.to_string()];
-        if let Some(by) = &v.blocked_by {
+    for (i, node) in tree.nodes.iter().enumerate() {
+        let blocked_by = blocked_by(tree, i);
+        let mut lines = vec![node.name.clone(), node.state().word().to_string()];
+        if let Some(by) = &blocked_by {
             lines.push(format!("blocked by {by}"));
         }
         g.nodes.push(Node {
-            id: format!("t{i}_{}", sanitize(&v.path)),
+            id: format!("t{i}_{}", sanitize(&node.rel)),
             lines,
-            style: Style::of(tree.nodes[i].state(), v.blocked_by.is_some()),
+            style: Style::of(node.state(), blocked_by.is_some()),
         });
     }
     // Planned sub-tasks with no folder yet, and the dependency edges of every plan. Looked up
@@ -388,8 +387,8 @@ pub enum GraphFormat {
 }
 
 /// Render the graph of a task tree.
-pub fn render_graph(tree: &TaskTree, prefix: &str, format: GraphFormat) -> String {
-    let g = build(tree, prefix);
+pub fn render_graph(tree: &TaskTree, format: GraphFormat) -> String {
+    let g = build(tree);
     match format {
         GraphFormat::Mermaid => render_mermaid(&g),
         GraphFormat::Dot => render_dot(&g),

@@ -242,6 +242,19 @@ fn status_label(tree: &TaskTree, i: usize) -> String {
     }
 }
 
+/// The sub-task whose failure blocks sub-task `i`, as its parent's decision says.
+pub fn blocked_by(tree: &TaskTree, i: usize) -> Option<String> {
+    let node = &tree.nodes[i];
+    node.parent.and_then(|p| {
+        tree.nodes[p]
+            .decision
+            .blocked
+            .iter()
+            .find(|(n, _)| *n == node.name)
+            .map(|(_, by)| by.clone())
+    })
+}
+
 /// Build the view of task `i`, with the autopilot's command (`orchestrate --task T`).
 pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
     task_view_mode(tree, i, prefix, false)
@@ -256,14 +269,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
     let step_flag = if step { " --step" } else { "" };
     let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
     let waiting = state == State::Next(Phase::Decomposition) && node.snap.plan.is_some();
-    let blocked_by = node.parent.and_then(|p| {
-        tree.nodes[p]
-            .decision
-            .blocked
-            .iter()
-            .find(|(n, _)| *n == node.name)
-            .map(|(_, by)| by.clone())
-    });
+    let blocked_by = blocked_by(tree, i);
     let fix_tasks = planned_fix_tasks(tree, i);
     let rerun_from = crate::task::gates::rerun_phase(&node.stale).map(|p| p.word());
     let awaiting = node.approval.as_ref().map(|w| w.gate.word());
