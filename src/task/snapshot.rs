@@ -23,11 +23,12 @@ pub const SUBTASKS_DIR: &str = "subtasks";
 pub struct Snapshot {
     /// Artifacts with content (whitespace-only files and unchanged inherited copies excluded).
     pub artifacts: ArtifactSet,
-    pub verdict: Option<VerdictDoc>,
+    /// Boxed, as `origin`: most tasks have none, and a tree holds a snapshot per task.
+    pub verdict: Option<Box<VerdictDoc>>,
     pub plan: Option<Result<Plan, PlanError>>,
     /// The word in `.state`, if readable.
     pub state_file: Option<State>,
-    pub origin: Option<OriginFile>,
+    pub origin: Option<Box<OriginFile>>,
     pub stop: Option<String>,
     /// Whether a `subtasks/` folder exists.
     pub has_subtasks_dir: bool,
@@ -145,7 +146,7 @@ pub fn read_snapshot_in(
             .bytes(ORIGIN_ID, &path, usize::MAX)
             .map(|(b, _)| serde_json::from_slice::<OriginFile>(&b))
         {
-            Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(o),
+            Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(Box::new(o)),
             Ok(Ok(o)) => warnings.push(format!(
                 "{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)",
                 o.start
@@ -219,7 +220,7 @@ pub fn read_snapshot_in(
         ),
     };
     if snap.artifacts.contains(Artifact::Verdict) {
-        snap.verdict = text_of(Artifact::Verdict).map(|t| parse_verdict(&t));
+        snap.verdict = text_of(Artifact::Verdict).map(|t| Box::new(parse_verdict(&t)));
     }
     if snap.artifacts.contains(Artifact::Decomposition) {
         snap.plan = text_of(Artifact::Decomposition).map(|t| parse_decomposition(&t));

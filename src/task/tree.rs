@@ -25,9 +25,9 @@ pub struct TaskNode {
     pub children: Vec<usize>,
     pub depth: usize,
     pub snap: Snapshot,
-    pub decision: Decision,
-    /// The gate the task waits at (set by [`TaskTree::apply_gates`]).
-    pub approval: Option<ApprovalWait>,
+    pub decision: KeptDecision,
+    /// The gate the task waits at (set by [`TaskTree::apply_gates`]; boxed: most wait at none).
+    pub approval: Option<Box<ApprovalWait>>,
     /// Artifacts built on inputs that changed since.
     pub stale: Vec<StaleArtifact>,
 }
@@ -43,6 +43,52 @@ impl TaskNode {
             .verdict
             .as_ref()
             .and_then(|v| v.verdict.clone().ok())
+    }
+}
+
+/// A task's [`Decision`] as a tree keeps one per task: most are plain (a state, nothing more)
+/// and point into a table of those; any other is boxed. It reads as a `Decision`.
+#[derive(Debug, Clone)]
+pub enum KeptDecision {
+    /// `PLAIN[i]`.
+    Plain(u8),
+    Full(Box<Decision>),
+}
+
+/// The plain decision of each state, in [`State::ALL`] order.
+static PLAIN: [Decision; State::ALL.len()] = {
+    let s = State::ALL;
+    [
+        Decision::plain(s[0]),
+        Decision::plain(s[1]),
+        Decision::plain(s[2]),
+        Decision::plain(s[3]),
+        Decision::plain(s[4]),
+        Decision::plain(s[5]),
+        Decision::plain(s[6]),
+        Decision::plain(s[7]),
+        Decision::plain(s[8]),
+        Decision::plain(s[9]),
+        Decision::plain(s[10]),
+    ]
+};
+
+impl From<Decision> for KeptDecision {
+    fn from(d: Decision) -> Self {
+        match PLAIN.iter().position(|p| *p == d) {
+            Some(i) => KeptDecision::Plain(i as u8),
+            None => KeptDecision::Full(Box::new(d)),
+        }
+    }
+}
+
+impl std::ops::Deref for KeptDecision {
+    type Target = Decision;
+    fn deref(&self) -> &Decision {
+        match self {
+            KeptDecision::Plain(i) => &PLAIN[usize::from(*i)],
+            KeptDecision::Full(d) => d,
+        }
     }
 }
 
@@ -131,7 +177,8 @@ impl TaskTree {
                 continue;
             }
             node.approval =
-                approval_wait(&node.dir, &node.rel, &node.snap, phase, &mut self.warnings);
+                approval_wait(&node.dir, &node.rel, &node.snap, phase, &mut self.warnings)
+                    .map(Box::new);
         }
     }
 }
@@ -199,23 +246,31 @@ impl<'a> Walker<'a> {
         depth: usize,
         is_root: bool,
     ) {
-        let tasks = self.task_folders(dir, rel, is_root);
-        if is_root && tasks.len() >= PARALLEL_MIN {
-            self.visit_parallel(tasks, depth);
+        let names = self.task_folders(dir, rel, is_root);
+        if is_root && names.len() >= PARALLEL_MIN {
+            self.visit_parallel(dir, rel, names, depth);
             return;
         }
-        for (path, child_rel, name) in tasks {
-            self.visit_task(path, child_rel, name, parent, depth);
+        for name in names {
+            self.visit_child(dir, rel, name, parent, depth);
         }
     }
 
-    /// The task folders in `dir`, sorted by name; anything else is a warning.
-    fn task_folders(
+    /// Visit the task folder `name` in `dir` (`rel` from the project).
+    fn visit_child(
         &mut self,
         dir: &Path,
         rel: &str,
-        is_root: bool,
-    ) -> Vec<(PathBuf, String, String)> {
+        name: String,
+        parent: Option<usize>,
+        depth: usize,
+    ) {
+        let child_rel = format!("{rel}/{name}");
+        self.visit_task(dir.join(&name), child_rel, name, parent, depth);
+    }
+
+    /// The names of the task folders in `dir`, sorted; anything else is a warning.
+    fn task_folders(&mut self, dir: &Path, rel: &str, is_root: bool) -> Vec<String> {
         let entries = match fs::read_dir(dir) {
             Ok(e) => e,
             Err(e) => {
@@ -224,48 +279,51 @@ impl<'a> Walker<'a> {
                 return Vec::new();
             }
         };
+        // Names and types only (no path per entry); names are unique, so any sort is stable.
         let mut listed = Vec::new();
         for entry in entries {
             match entry {
-                Ok(e) => listed.push(e),
+                Ok(e) => listed.push((e.file_name(), e.file_type())),
                 Err(e) => self
                     .warnings
                     .push(format!("{rel}: cannot read an entry: {e}")),
             }
         }
-        listed.sort_by_key(|e| e.file_name());
+        listed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut tasks = Vec::new();
-        for entry in listed {
-            let os_name = entry.file_name();
-            let path = entry.path();
-            let Some(name) = os_name.to_str() else {
-                self.warnings.push(format!(
-                    "{rel}/{}: name is not UTF-8; skipped",
-                    os_name.to_string_lossy()
-                ));
-                continue;
+        for (os_name, file_type) in listed {
+            let name = match os_name.into_string() {
+                Ok(name) => name,
+                Err(os_name) => {
+                    self.warnings.push(format!(
+                        "{rel}/{}: name is not UTF-8; skipped",
+                        os_name.to_string_lossy()
+                    ));
+                    continue;
+                }
             };
             if name.starts_with('.') {
                 continue;
             }
-            let child_rel = format!("{rel}/{name}");
             // The entry's own type saves a stat; only a symlink needs following.
-            let is_dir = match entry.file_type() {
-                Ok(t) if t.is_symlink() => fs::metadata(&path).map(|m| m.is_dir()),
+            let is_dir = match file_type {
+                Ok(t) if t.is_symlink() => fs::metadata(dir.join(&name)).map(|m| m.is_dir()),
                 Ok(t) => Ok(t.is_dir()),
                 Err(e) => Err(e),
             };
             match is_dir {
                 Ok(true) if is_root && name == SUBTASKS_DIR => {
                     self.warnings.push(format!(
-                        "{child_rel}: a `subtasks` folder directly under {rel}/ (skipped)"
+                        "{rel}/{name}: a `subtasks` folder directly under {rel}/ (skipped)"
                     ));
                 }
-                Ok(true) => tasks.push((path, child_rel, name.to_string())),
+                Ok(true) => tasks.push(name),
                 Ok(false) => self.warnings.push(format!(
-                    "{child_rel}: stray file, not a task folder (ignored)"
+                    "{rel}/{name}: stray file, not a task folder (ignored)"
                 )),
-                Err(e) => self.warnings.push(format!("{child_rel}: cannot read: {e}")),
+                Err(e) => self
+                    .warnings
+                    .push(format!("{rel}/{name}: cannot read: {e}")),
             }
         }
         tasks
@@ -275,19 +333,20 @@ impl<'a> Walker<'a> {
     /// chunk's part in name order as soon as it and those before it are done: the result is
     /// that of a sequential walk, and the parts never all wait in memory beside the whole.
     /// Reading artifacts is mostly system time, which a second core halves.
-    fn visit_parallel(&mut self, tasks: Vec<(PathBuf, String, String)>, depth: usize) {
+    fn visit_parallel(&mut self, dir: &Path, rel: &str, names: Vec<String>, depth: usize) {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8);
         let mut chunks = Vec::new();
-        let mut tasks = tasks.into_iter();
+        let mut names = names.into_iter();
         loop {
-            let chunk: Vec<_> = tasks.by_ref().take(CHUNK).collect();
+            let chunk: Vec<_> = names.by_ref().take(CHUNK).collect();
             if chunk.is_empty() {
                 break;
             }
             chunks.push(chunk);
         }
+        drop(names);
         let queue = std::sync::Mutex::new(chunks.into_iter().enumerate());
         // The folders seen before (the roots) are shared by the workers while the parts fill
         // `seen` again.
@@ -307,8 +366,8 @@ impl<'a> Walker<'a> {
                                 earlier: Some(seen),
                                 ..Walker::new(index, now)
                             };
-                            for (path, rel, name) in chunk {
-                                w.visit_task(path, rel, name, None, depth);
+                            for name in chunk {
+                                w.visit_child(dir, rel, name, None, depth);
                             }
                             if send.send((k, w)).is_err() {
                                 break;
@@ -408,7 +467,7 @@ impl<'a> Walker<'a> {
             depth,
             snap,
             // Decided in `finish`, once the sub-tasks are read.
-            decision: Decision::plain(State::NEW),
+            decision: Decision::plain(State::NEW).into(),
             approval: None,
             stale,
         });
@@ -464,7 +523,7 @@ impl<'a> Walker<'a> {
                 depth: node.depth,
             };
             let decision = decide(&facts, config);
-            self.nodes[i].decision = decision;
+            self.nodes[i].decision = decision.into();
         }
         TaskTree {
             nodes: self.nodes,
@@ -508,6 +567,28 @@ mod tests {
             "x/a",
         ] {
             assert_eq!(tree.find(rel), None, "{rel}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod kept_tests {
+    use super::*;
+
+    /// A kept decision reads as the decision it was made from; only plain ones go unboxed.
+    #[test]
+    fn kept_decisions_read_as_made() {
+        for state in State::ALL {
+            let kept = KeptDecision::from(Decision::plain(state));
+            assert!(matches!(kept, KeptDecision::Plain(_)), "{state:?}");
+            assert_eq!(*kept, Decision::plain(state));
+            let full = Decision {
+                reason: Some("why".into()),
+                ..Decision::plain(state)
+            };
+            let kept = KeptDecision::from(full.clone());
+            assert!(matches!(kept, KeptDecision::Full(_)), "{state:?}");
+            assert_eq!(*kept, full);
         }
     }
 }
