@@ -71,15 +71,22 @@ pub fn read_snapshot_unmarked(dir: &Path, rel: &str, warnings: &mut Vec<String>)
     read_snapshot_with(dir, rel, warnings, &mut TaskCache::none(&mut tally), false)
 }
 
+const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
+    .union(rustix::fs::OFlags::DIRECTORY)
+    .union(rustix::fs::OFlags::CLOEXEC);
+
 /// Open a folder to list it (and to stat and open its files relative to it).
 pub fn open_dir(dir: &Path) -> std::io::Result<rustix::fs::Dir> {
-    rustix::fs::open(
-        dir,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .and_then(rustix::fs::Dir::new)
-    .map_err(Into::into)
+    rustix::fs::open(dir, DIR_FLAGS, rustix::fs::Mode::empty())
+        .and_then(rustix::fs::Dir::new)
+        .map_err(Into::into)
+}
+
+/// [`open_dir`] on the folder `name` in the open folder `at`.
+pub fn open_child(at: std::os::fd::BorrowedFd<'_>, name: &str) -> std::io::Result<rustix::fs::Dir> {
+    rustix::fs::openat(at, name, DIR_FLAGS, rustix::fs::Mode::empty())
+        .and_then(rustix::fs::Dir::new)
+        .map_err(Into::into)
 }
 
 /// Read a task folder through the index: a file whose (size, mtime, ctime, inode) the index

@@ -5,12 +5,14 @@
 
 use super::gates::{ApprovalWait, StaleArtifact, approval_wait, stale_artifacts};
 use super::index::{self, Index, Records, Tally, TaskCache};
-use super::snapshot::{SUBTASKS_DIR, Snapshot, open_dir, read_snapshot_in};
+use super::snapshot::{SUBTASKS_DIR, Snapshot, open_child, open_dir, read_snapshot_in};
 use crate::state::{
     ChildFacts, Decision, Facts, Phase, PhaseConfig, PlannedSubtask, State, Verdict, decide,
 };
+use rustix::fs::{AtFlags, FileType};
 use std::collections::HashSet;
 use std::fs;
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -148,7 +150,7 @@ impl TaskTree {
         let dir = project.join(rel);
         let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
         let depth = rel.matches("/subtasks/").count();
-        w.visit_task(dir, rel.to_string(), name, None, depth);
+        w.visit_task(open_dir(&dir), dir, rel.to_string(), name, None, depth);
         w.finish(config)
     }
 
@@ -246,58 +248,74 @@ impl<'a> Walker<'a> {
         depth: usize,
         is_root: bool,
     ) {
-        let names = self.task_folders(dir, rel, is_root);
+        let (names, listing) = self.task_folders(dir, rel, is_root);
+        // Each task folder is opened relative to this one (one name to look up, not a path).
+        let at = listing.as_ref().and_then(|d| d.fd().ok());
         if is_root && names.len() >= PARALLEL_MIN {
-            self.visit_parallel(dir, rel, names, depth);
+            self.visit_parallel(dir, at, rel, names, depth);
             return;
         }
         for name in names {
-            self.visit_child(dir, rel, name, parent, depth);
+            self.visit_child(dir, at, rel, name, parent, depth);
         }
     }
 
-    /// Visit the task folder `name` in `dir` (`rel` from the project).
+    /// Visit the task folder `name` in `dir` (open as `at`; `rel` from the project).
     fn visit_child(
         &mut self,
         dir: &Path,
+        at: Option<BorrowedFd<'_>>,
         rel: &str,
         name: String,
         parent: Option<usize>,
         depth: usize,
     ) {
+        let listing = match at {
+            Some(at) => open_child(at, &name),
+            None => open_dir(&dir.join(&name)),
+        };
         let child_rel = format!("{rel}/{name}");
-        self.visit_task(dir.join(&name), child_rel, name, parent, depth);
+        self.visit_task(listing, dir.join(&name), child_rel, name, parent, depth);
     }
 
-    /// The names of the task folders in `dir`, sorted; anything else is a warning.
-    fn task_folders(&mut self, dir: &Path, rel: &str, is_root: bool) -> Vec<String> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
+    /// The names of the task folders in `dir`, sorted, and the folder, open; anything else is a
+    /// warning.
+    fn task_folders(
+        &mut self,
+        dir: &Path,
+        rel: &str,
+        is_root: bool,
+    ) -> (Vec<String>, Option<rustix::fs::Dir>) {
+        let mut listing = match open_dir(dir) {
+            Ok(d) => d,
             Err(e) => {
                 self.warnings
                     .push(format!("{rel}: cannot read folder: {e}"));
-                return Vec::new();
+                return (Vec::new(), None);
             }
         };
         // Names and types only (no path per entry); names are unique, so any sort is stable.
         let mut listed = Vec::new();
-        for entry in entries {
+        while let Some(entry) = listing.read() {
             match entry {
-                Ok(e) => listed.push((e.file_name(), e.file_type())),
-                Err(e) => self
-                    .warnings
-                    .push(format!("{rel}: cannot read an entry: {e}")),
+                Ok(e) if matches!(e.file_name().to_bytes(), b"." | b"..") => {}
+                Ok(e) => listed.push((e.file_name().to_bytes().to_vec(), e.file_type())),
+                Err(e) => self.warnings.push(format!(
+                    "{rel}: cannot read an entry: {}",
+                    std::io::Error::from(e)
+                )),
             }
         }
         listed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let at = listing.fd().ok();
         let mut tasks = Vec::new();
-        for (os_name, file_type) in listed {
-            let name = match os_name.into_string() {
+        for (bytes, file_type) in listed {
+            let name = match String::from_utf8(bytes) {
                 Ok(name) => name,
-                Err(os_name) => {
+                Err(e) => {
                     self.warnings.push(format!(
                         "{rel}/{}: name is not UTF-8; skipped",
-                        os_name.to_string_lossy()
+                        String::from_utf8_lossy(e.as_bytes())
                     ));
                     continue;
                 }
@@ -305,11 +323,19 @@ impl<'a> Walker<'a> {
             if name.starts_with('.') {
                 continue;
             }
-            // The entry's own type saves a stat; only a symlink needs following.
-            let is_dir = match file_type {
-                Ok(t) if t.is_symlink() => fs::metadata(dir.join(&name)).map(|m| m.is_dir()),
-                Ok(t) => Ok(t.is_dir()),
-                Err(e) => Err(e),
+            // The entry's own type saves a stat; a link is followed, and a file system that
+            // gives no type is asked.
+            let is_dir = match (file_type, at) {
+                (FileType::Directory, _) => Ok(true),
+                (FileType::Symlink | FileType::Unknown, Some(at)) => {
+                    rustix::fs::statat(at, name.as_str(), AtFlags::empty())
+                        .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
+                        .map_err(std::io::Error::from)
+                }
+                (FileType::Symlink | FileType::Unknown, None) => {
+                    fs::metadata(dir.join(&name)).map(|m| m.is_dir())
+                }
+                _ => Ok(false),
             };
             match is_dir {
                 Ok(true) if is_root && name == SUBTASKS_DIR => {
@@ -326,14 +352,21 @@ impl<'a> Walker<'a> {
                     .push(format!("{rel}/{name}: cannot read: {e}")),
             }
         }
-        tasks
+        (tasks, Some(listing))
     }
 
     /// Visit top-level task folders on every core, in chunks taken in turn, and append each
     /// chunk's part in name order as soon as it and those before it are done: the result is
     /// that of a sequential walk, and the parts never all wait in memory beside the whole.
     /// Reading artifacts is mostly system time, which a second core halves.
-    fn visit_parallel(&mut self, dir: &Path, rel: &str, names: Vec<String>, depth: usize) {
+    fn visit_parallel(
+        &mut self,
+        dir: &Path,
+        at: Option<BorrowedFd<'_>>,
+        rel: &str,
+        names: Vec<String>,
+        depth: usize,
+    ) {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8);
@@ -367,7 +400,7 @@ impl<'a> Walker<'a> {
                                 ..Walker::new(index, now)
                             };
                             for name in chunk {
-                                w.visit_child(dir, rel, name, None, depth);
+                                w.visit_child(dir, at, rel, name, None, depth);
                             }
                             if send.send((k, w)).is_err() {
                                 break;
@@ -411,8 +444,10 @@ impl<'a> Walker<'a> {
         self.out.append(part.out);
     }
 
+    /// Visit a task folder, opened (as `listing`) by the caller.
     fn visit_task(
         &mut self,
+        listing: std::io::Result<rustix::fs::Dir>,
         dir: PathBuf,
         rel: String,
         name: String,
@@ -421,7 +456,6 @@ impl<'a> Walker<'a> {
     ) {
         // The folder is opened once: its identity (for the loop check) is that of the open
         // folder, and the same descriptor lists it. One that cannot be opened is stat'ed.
-        let listing = open_dir(&dir);
         let id = match &listing {
             Ok(d) => d.stat().map(|st| dev_ino(&st)).map_err(Into::into),
             Err(_) => fs::metadata(&dir).map(|m| (m.dev(), m.ino())),
@@ -456,10 +490,10 @@ impl<'a> Walker<'a> {
         };
         let stale = stale_artifacts(&dir, &rel, &snap, &mut self.warnings);
         let (has_subtasks, snap_subtasks_is_dir) = (snap.has_subtasks_dir, snap.subtasks_is_dir);
-        let sub = has_subtasks.then(|| dir.join(SUBTASKS_DIR));
+        let sub = has_subtasks.then(|| (dir.join(SUBTASKS_DIR), format!("{rel}/{SUBTASKS_DIR}")));
         let index = self.nodes.len();
         self.nodes.push(TaskNode {
-            rel: rel.clone(),
+            rel,
             dir,
             name,
             parent,
@@ -474,8 +508,7 @@ impl<'a> Walker<'a> {
         if let Some(p) = parent {
             self.nodes[p].children.push(index);
         }
-        if let Some(sub) = sub {
-            let sub_rel = format!("{rel}/{SUBTASKS_DIR}");
+        if let Some((sub, sub_rel)) = sub {
             if snap_subtasks_is_dir || fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
                 self.walk_children(&sub, &sub_rel, Some(index), depth + 1, false);
             } else {
