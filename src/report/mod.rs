@@ -722,27 +722,50 @@ pub fn print_warnings(warnings: &[String]) {
     }
 }
 
-/// The full report: every task in walk order.
-pub fn render_report(
-    tree: &TaskTree,
-    prefix: &str,
+/// The full report: every task in walk order, written as it is displayed (one task's text at
+/// a time: a report of a large tree is never held whole in memory).
+pub fn render_report<'a>(
+    tree: &'a TaskTree,
+    prefix: &'a str,
     auto_execute: bool,
     fixes_created: bool,
-) -> String {
-    let mut out = String::new();
-    if tree.nodes.is_empty() {
-        let _ = writeln!(
-            out,
-            "No tasks yet. Create one with:\n  {prefix} orchestrate \"describe the task\""
-        );
+) -> Report<'a> {
+    Report {
+        tree,
+        prefix,
+        auto_execute,
+        fixes_created,
     }
-    for i in 0..tree.nodes.len() {
-        if i > 0 {
-            out.push('\n');
+}
+
+/// See [`render_report`].
+pub struct Report<'a> {
+    tree: &'a TaskTree,
+    prefix: &'a str,
+    auto_execute: bool,
+    fixes_created: bool,
+}
+
+impl std::fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (tree, prefix) = (self.tree, self.prefix);
+        if tree.nodes.is_empty() {
+            writeln!(
+                f,
+                "No tasks yet. Create one with:\n  {prefix} orchestrate \"describe the task\""
+            )?;
         }
-        let v = task_view_mode(tree, i, prefix, !auto_execute);
-        render_task(&v, auto_execute, &mut out);
-        render_fix_tasks(&v, fixes_created, prefix, &mut out);
+        let mut out = String::new();
+        for i in 0..tree.nodes.len() {
+            out.clear();
+            if i > 0 {
+                out.push('\n');
+            }
+            let v = task_view_mode(tree, i, prefix, !self.auto_execute);
+            render_task(&v, self.auto_execute, &mut out);
+            render_fix_tasks(&v, self.fixes_created, prefix, &mut out);
+            f.write_str(&out)?;
+        }
+        Ok(())
     }
-    out
 }
