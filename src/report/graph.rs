@@ -158,7 +158,7 @@ fn build(tree: &TaskTree) -> Graph<'_> {
         let blocked_by = blocked_by(tree, i);
         g.nodes.push(Node {
             path: Cow::Borrowed(&node.rel),
-            name: Cow::Borrowed(&node.name),
+            name: Cow::Borrowed(node.name()),
             state: node.state().word(),
             style: Style::of(node.state(), blocked_by.is_some()),
             blocked_by,

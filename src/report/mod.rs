@@ -250,7 +250,7 @@ pub fn blocked_by(tree: &TaskTree, i: usize) -> Option<String> {
             .decision
             .blocked
             .iter()
-            .find(|(n, _)| *n == node.name)
+            .find(|(n, _)| *n == node.name())
             .map(|(_, by)| by.clone())
     })
 }
@@ -327,7 +327,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             .plan
             .as_ref()
             .and_then(|plan| plan.as_ref().ok())
-            .and_then(|plan| plan.row(&node.name).cloned())
+            .and_then(|plan| plan.row(node.name()).cloned())
     });
     let subtasks = match (&node.snap.plan, d.counts) {
         (Some(Ok(plan)), Some(counts)) => {
@@ -369,7 +369,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         .map_or((None, None), |r| branch_facts(tree, i, r));
     TaskView {
         path: node.rel.clone(),
-        name: node.name.clone(),
+        name: node.name().to_string(),
         parent: node.parent.map(|p| tree.nodes[p].rel.clone()),
         state: state.word(),
         status: status_label(tree, i),
@@ -706,7 +706,7 @@ pub fn is_orphan(tree: &TaskTree, i: usize) -> bool {
     let mut j = i;
     while let Some(p) = tree.nodes[j].parent {
         if let Some(Ok(plan)) = &tree.nodes[p].snap.plan
-            && plan.row(&tree.nodes[j].name).is_none()
+            && plan.row(tree.nodes[j].name()).is_none()
         {
             return true;
         }

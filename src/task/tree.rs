@@ -22,7 +22,6 @@ pub struct TaskNode {
     /// Relative to the project, `/`-separated: `tasks/a/subtasks/b`.
     pub rel: String,
     pub dir: PathBuf,
-    pub name: String,
     pub parent: Option<usize>,
     pub children: Vec<usize>,
     pub depth: usize,
@@ -35,6 +34,11 @@ pub struct TaskNode {
 }
 
 impl TaskNode {
+    /// The folder's name: the last part of `rel`.
+    pub fn name(&self) -> &str {
+        self.rel.rsplit('/').next().unwrap_or(&self.rel)
+    }
+
     pub fn state(&self) -> State {
         self.decision.state
     }
@@ -148,9 +152,8 @@ impl TaskTree {
     pub fn load_task(project: &Path, rel: &str, config: &PhaseConfig) -> TaskTree {
         let mut w = Walker::new(None, 0);
         let dir = project.join(rel);
-        let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
         let depth = rel.matches("/subtasks/").count();
-        w.visit_task(open_dir(&dir), dir, rel.to_string(), name, None, depth);
+        w.visit_task(open_dir(&dir), dir, rel.to_string(), None, depth);
         w.finish(config)
     }
 
@@ -275,7 +278,7 @@ impl<'a> Walker<'a> {
             None => open_dir(&dir.join(&name)),
         };
         let child_rel = format!("{rel}/{name}");
-        self.visit_task(listing, dir.join(&name), child_rel, name, parent, depth);
+        self.visit_task(listing, dir.join(&name), child_rel, parent, depth);
     }
 
     /// The names of the task folders in `dir`, sorted, and the folder, open; anything else is a
@@ -450,7 +453,6 @@ impl<'a> Walker<'a> {
         listing: std::io::Result<rustix::fs::Dir>,
         dir: PathBuf,
         rel: String,
-        name: String,
         parent: Option<usize>,
         depth: usize,
     ) {
@@ -495,7 +497,6 @@ impl<'a> Walker<'a> {
         self.nodes.push(TaskNode {
             rel,
             dir,
-            name,
             parent,
             children: Vec::new(),
             depth,
@@ -528,7 +529,7 @@ impl<'a> Walker<'a> {
                 .map(|c| {
                     let n = &self.nodes[*c];
                     ChildFacts {
-                        name: n.name.clone(),
+                        name: n.name().to_string(),
                         state: n.state(),
                         verdict: n.verdict(),
                     }
