@@ -20,9 +20,10 @@
 //!
 //! Format (little-endian): the magic, the body's length, a checksum of what follows, the write
 //! time (ns since the epoch), then one record per task: `u16` length + relative path, `u8` count, and per
-//! file: `u8` file id, `u64` size, `i64` mtime ns, `i64` ctime ns, `u64` inode, then `0` and a
-//! flags byte (a probe: bit 0 has content, bit 1 valid UTF-8) or `1`, a `u32` length and the
-//! bytes.
+//! file: `u8` file id, size (a varint: LEB128), `i64` mtime ns, ctime ns less mtime ns (a
+//! zigzag varint: they are most often equal or close), inode (a varint), then a kind byte: a
+//! probe's flags (bit 0 has content, bit 1 valid UTF-8), or `4` followed by a varint length
+//! and the bytes. (Varints keep the index, which a walk holds whole, about half as large.)
 
 use crate::state::Artifact;
 use std::io;
@@ -38,7 +39,7 @@ pub const MIN_TASKS: usize = 256;
 pub const RACY_NS: i64 = 2_000_000_000;
 /// Larger files' bytes are not kept (they are read each time).
 const MAX_KEPT_BYTES: usize = 16 * 1024;
-const MAGIC: &[u8; 8] = b"AMIDX\x00\x00\x01";
+const MAGIC: &[u8; 8] = b"AMIDX\x00\x00\x02";
 const HEADER: usize = 8 + 8 + 8 + 8;
 
 /// The files an index records, by id: the artifacts in [`Artifact::ALL`] order, then the
@@ -129,6 +130,27 @@ fn checksum(bytes: &[u8]) -> u64 {
     h ^ (h >> 31)
 }
 
+/// The kind byte of an entry that keeps bytes (0 to 3 are a probe's flags).
+const BYTES_KIND: u8 = 4;
+
+/// Append `v` as a LEB128 varint.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A signed number as an unsigned one that stays small when it is near zero.
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
 /// A bounds-checked reader over the body.
 struct Cursor<'a> {
     b: &'a [u8],
@@ -148,11 +170,6 @@ impl<'a> Cursor<'a> {
     fn u16(&mut self) -> Option<u16> {
         self.take(2).map(|s| u16::from_le_bytes([s[0], s[1]]))
     }
-    fn u32(&mut self) -> Option<u32> {
-        self.take(4)
-            .and_then(|s| s.try_into().ok())
-            .map(u32::from_le_bytes)
-    }
     fn u64(&mut self) -> Option<u64> {
         self.take(8)
             .and_then(|s| s.try_into().ok())
@@ -161,26 +178,38 @@ impl<'a> Cursor<'a> {
     fn i64(&mut self) -> Option<i64> {
         self.u64().map(|v| v as i64)
     }
+    /// A LEB128 varint (at most ten bytes).
+    fn varint(&mut self) -> Option<u64> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Some(v);
+            }
+        }
+        None
+    }
 
     /// One file entry.
     fn entry(&mut self) -> Option<(u8, StatKey, Facts<&'a [u8]>)> {
         let id = self.u8()?;
+        let size = self.varint()?;
+        let mtime_ns = self.i64()?;
+        let delta = self.varint()?;
         let key = StatKey {
-            size: self.u64()?,
-            mtime_ns: self.i64()?,
-            ctime_ns: self.i64()?,
-            ino: self.u64()?,
+            size,
+            mtime_ns,
+            ctime_ns: mtime_ns.wrapping_add(unzigzag(delta)),
+            ino: self.varint()?,
         };
         let facts = match self.u8()? {
-            0 => {
-                let f = self.u8()?;
-                Facts::Probe {
-                    content: f & 1 != 0,
-                    utf8_ok: f & 2 != 0,
-                }
-            }
-            1 => {
-                let n = self.u32()? as usize;
+            f @ 0..=3 => Facts::Probe {
+                content: f & 1 != 0,
+                utf8_ok: f & 2 != 0,
+            },
+            BYTES_KIND => {
+                let n = usize::try_from(self.varint()?).ok()?;
                 Facts::Bytes(self.take(n)?)
             }
             _ => return None,
@@ -501,18 +530,17 @@ impl<'a> TaskCache<'a> {
         out.push(self.new.len().min(255) as u8);
         for (id, key, facts) in self.new.iter().take(255) {
             out.push(*id);
-            out.extend_from_slice(&key.size.to_le_bytes());
+            put_varint(&mut out, key.size);
             out.extend_from_slice(&key.mtime_ns.to_le_bytes());
-            out.extend_from_slice(&key.ctime_ns.to_le_bytes());
-            out.extend_from_slice(&key.ino.to_le_bytes());
+            put_varint(&mut out, zigzag(key.ctime_ns.wrapping_sub(key.mtime_ns)));
+            put_varint(&mut out, key.ino);
             match facts {
                 Facts::Probe { content, utf8_ok } => {
-                    out.push(0);
                     out.push(u8::from(*content) | (u8::from(*utf8_ok) << 1));
                 }
                 Facts::Bytes(b) => {
-                    out.push(1);
-                    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                    out.push(BYTES_KIND);
+                    put_varint(&mut out, b.len() as u64);
                     out.extend_from_slice(b);
                 }
             }
@@ -723,6 +751,51 @@ mod tests {
         let (records, tally) = walk(Some(&second), later + 2);
         assert!(matches!(&records.0[..], [Run::Old(_)]));
         assert_eq!(tally.hits, second.entries());
+    }
+
+    /// Keys at the ends of their ranges come back as written (varints, ctime as a delta).
+    #[test]
+    fn extreme_keys_round_trip() {
+        let keys = [
+            (0, 0, 0, 0),
+            (u64::MAX, i64::MIN, i64::MAX, u64::MAX),
+            (1 << 40, i64::MAX, i64::MIN, 1),
+            (127, -1, 1, 128),
+        ];
+        let mut tally = Tally::default();
+        let mut c = TaskCache::none(&mut tally);
+        c.enabled = true;
+        for (i, (size, mtime_ns, ctime_ns, ino)) in keys.into_iter().enumerate() {
+            let key = StatKey {
+                size,
+                mtime_ns,
+                ctime_ns,
+                ino,
+            };
+            c.new
+                .push((i as u8, key, Facts::Bytes(vec![i as u8; 200 * i])));
+        }
+        let mut records = Records::default();
+        c.finish("tasks/a", &mut records);
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), None, MIN_TASKS, Tally::default(), &records, 0);
+        let index = Index::load(dir.path()).unwrap();
+        let entries = index.task("tasks/a").0;
+        assert_eq!(entries.len(), keys.len());
+        for (i, (id, key, facts)) in entries.into_iter().enumerate() {
+            let (size, mtime_ns, ctime_ns, ino) = keys[i];
+            assert_eq!(id, i as u8);
+            assert_eq!(
+                key,
+                StatKey {
+                    size,
+                    mtime_ns,
+                    ctime_ns,
+                    ino
+                }
+            );
+            assert_eq!(facts, Facts::Bytes(&vec![i as u8; 200 * i][..]));
+        }
     }
 
     #[test]
