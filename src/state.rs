@@ -416,7 +416,7 @@ pub struct Decision {
 
 impl Decision {
     /// A decision with nothing but a state.
-    pub fn plain(state: State) -> Self {
+    pub const fn plain(state: State) -> Self {
         Decision {
             state,
             reason: None,

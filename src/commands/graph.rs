@@ -16,6 +16,6 @@ pub fn graph_command(ctx: &Ctx, args: &GraphArgs) -> super::Result<u8> {
         GraphFormat::Mermaid => graph::GraphFormat::Mermaid,
         GraphFormat::Dot => graph::GraphFormat::Dot,
     };
-    out::print(render_graph(&tree, &ctx.command_prefix(), format))?;
+    out::print(render_graph(&tree, format))?;
     Ok(crate::exit::OK)
 }

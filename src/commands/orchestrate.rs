@@ -514,7 +514,7 @@ pub fn unit_of(tree: &TaskTree, i: usize) -> Result<usize, String> {
         };
         let parent = &tree.nodes[p];
         match &parent.snap.plan {
-            Some(Ok(plan)) if plan.row(&tree.nodes[j].name).is_none() => {
+            Some(Ok(plan)) if plan.row(tree.nodes[j].name()).is_none() => {
                 return Err(format!(
                     "{} is not listed in {}/DECOMPOSITION.md (an orphan, kept for its work): add it to the plan, or drive it alone with `orchestrate --task {}`",
                     tree.nodes[j].rel, parent.rel, tree.nodes[i].rel

@@ -25,9 +25,10 @@ impl From<io::Error> for StdoutError {
     }
 }
 
-/// Write `text` to stdout and flush it.
+/// Write `text` to stdout and flush it (through a buffer: a long text displayed piece by
+/// piece is not one write per line).
 pub fn print(text: impl fmt::Display) -> Result<(), StdoutError> {
-    let mut out = io::stdout().lock();
+    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
     write!(out, "{text}")?;
     out.flush()?;
     Ok(())

@@ -21,9 +21,10 @@
 //! Node ids are `t<index>_<path>` with every character outside `[A-Za-z0-9_]` replaced by `_`:
 //! valid in both formats and unique (the index), whatever the folder names hold.
 
-use super::{TaskView, task_view};
+use super::blocked_by;
 use crate::state::{Phase, State};
 use crate::task::TaskTree;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -93,13 +94,27 @@ impl Style {
     }
 }
 
-/// One node of the drawing.
+/// One node of the drawing: a task's path and name are borrowed from the tree (only a planned
+/// sub-task with no folder owns its own), and its id and label are made as it is drawn.
 #[derive(Debug, Clone)]
-struct Node {
-    id: String,
-    /// Label lines.
-    lines: Vec<String>,
+struct Node<'a> {
+    path: Cow<'a, str>,
+    name: Cow<'a, str>,
+    /// A state word, or `not created`.
+    state: &'static str,
+    blocked_by: Option<String>,
     style: Style,
+}
+
+impl Node<'_> {
+    /// Label lines.
+    fn lines(&self) -> Vec<String> {
+        let mut lines = vec![self.name.to_string(), self.state.to_string()];
+        if let Some(by) = &self.blocked_by {
+            lines.push(format!("blocked by {by}"));
+        }
+        lines
+    }
 }
 
 /// A box: a parent with its sub-tasks (nested boxes for nested parents).
@@ -114,8 +129,8 @@ struct Cluster {
 
 /// What both renderers draw.
 #[derive(Debug, Clone, Default)]
-struct Graph {
-    nodes: Vec<Node>,
+struct Graph<'a> {
+    nodes: Vec<Node<'a>>,
     /// Top-level tasks without sub-tasks.
     loose: Vec<usize>,
     clusters: Vec<Cluster>,
@@ -129,30 +144,29 @@ fn sanitize(path: &str) -> String {
         .collect()
 }
 
-fn build(tree: &TaskTree, prefix: &str) -> Graph {
-    let views: Vec<TaskView> = (0..tree.nodes.len())
-        .map(|i| task_view(tree, i, prefix))
-        .collect();
+impl Graph<'_> {
+    /// The id of node `i`.
+    fn id(&self, i: usize) -> String {
+        format!("t{i}_{}", sanitize(&self.nodes[i].path))
+    }
+}
+
+fn build(tree: &TaskTree) -> Graph<'_> {
+    // A box shows the name, the state and a blocker: no whole task view is built.
     let mut g = Graph::default();
-    for (i, v) in views.iter().enumerate() {
-        let mut lines = vec![v.name.clone(), v.state.to_string()];
-        if let Some(by) = &v.blocked_by {
-            lines.push(format!("blocked by {by}"));
-        }
+    for (i, node) in tree.nodes.iter().enumerate() {
+        let blocked_by = blocked_by(tree, i);
         g.nodes.push(Node {
-            id: format!("t{i}_{}", sanitize(&v.path)),
-            lines,
-            style: Style::of(tree.nodes[i].state(), v.blocked_by.is_some()),
+            path: Cow::Borrowed(&node.rel),
+            name: Cow::Borrowed(node.name()),
+            state: node.state().word(),
+            style: Style::of(node.state(), blocked_by.is_some()),
+            blocked_by,
         });
     }
     // Planned sub-tasks with no folder yet, and the dependency edges of every plan. Looked up
-    // by path through maps: a linear search per row made large trees quadratic.
-    let index: HashMap<&str, usize> = tree
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.rel.as_str(), i))
-        .collect();
+    // by path (`TaskTree::find`, a binary search, and a map of the missing ones): a linear
+    // search per row made large trees quadratic.
     let mut missing: HashMap<String, usize> = HashMap::new();
     // Parent path -> its planned sub-tasks with no folder.
     let mut planned_of: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -162,21 +176,19 @@ fn build(tree: &TaskTree, prefix: &str) -> Graph {
         };
         let mut index_of = |name: &str, g: &mut Graph| -> usize {
             let rel = format!("{}/subtasks/{name}", node.rel);
-            if let Some(j) = index.get(rel.as_str()) {
-                return *j;
+            if let Some(j) = tree.find(&rel) {
+                return j;
             }
             if let Some(j) = missing.get(&rel) {
                 return *j;
             }
             let j = g.nodes.len();
-            let mut lines = vec![name.to_string(), "not created".to_string()];
             let blocker = node.decision.blocked.iter().find(|(b, _)| b == name);
-            if let Some((_, by)) = blocker {
-                lines.push(format!("blocked by {by}"));
-            }
             g.nodes.push(Node {
-                id: format!("t{j}_{}", sanitize(&rel)),
-                lines,
+                path: Cow::Owned(rel.clone()),
+                name: Cow::Owned(name.to_string()),
+                state: "not created",
+                blocked_by: blocker.map(|(_, by)| by.clone()),
                 style: if blocker.is_some() {
                     Style::Blocked
                 } else {
@@ -210,7 +222,7 @@ fn build(tree: &TaskTree, prefix: &str) -> Graph {
             return None;
         }
         let mut c = Cluster {
-            id: format!("cluster_{}", g.nodes[i].id),
+            id: format!("cluster_{}", g.id(i)),
             title: node.rel.clone(),
             nodes: vec![i],
             clusters: Vec::new(),
@@ -323,8 +335,8 @@ fn render_mermaid(g: &Graph) -> String {
         let _ = writeln!(
             out,
             "{indent}{}[\"{}\"]:::{}",
-            n.id,
-            mermaid_label(&n.lines),
+            g.id(i),
+            mermaid_label(&n.lines()),
             n.style.class()
         );
     };
@@ -336,7 +348,7 @@ fn render_mermaid(g: &Graph) -> String {
         let _ = writeln!(out, "{indent}end");
     });
     for (from, to) in &g.edges {
-        let _ = writeln!(out, "  {} --> {}", g.nodes[*from].id, g.nodes[*to].id);
+        let _ = writeln!(out, "  {} --> {}", g.id(*from), g.id(*to));
     }
     out
 }
@@ -357,8 +369,8 @@ fn render_dot(g: &Graph) -> String {
         let _ = writeln!(
             out,
             "{indent}{} [label=\"{}\", fillcolor=\"{fill}\", color=\"{stroke}\", style=\"{style}\", class=\"{}\"];",
-            n.id,
-            dot_label(&n.lines),
+            g.id(i),
+            dot_label(&n.lines()),
             n.style.class()
         );
     };
@@ -374,7 +386,7 @@ fn render_dot(g: &Graph) -> String {
         let _ = writeln!(out, "{indent}}}");
     });
     for (from, to) in &g.edges {
-        let _ = writeln!(out, "  {} -> {};", g.nodes[*from].id, g.nodes[*to].id);
+        let _ = writeln!(out, "  {} -> {};", g.id(*from), g.id(*to));
     }
     out.push_str("}\n");
     out
@@ -388,8 +400,8 @@ pub enum GraphFormat {
 }
 
 /// Render the graph of a task tree.
-pub fn render_graph(tree: &TaskTree, prefix: &str, format: GraphFormat) -> String {
-    let g = build(tree, prefix);
+pub fn render_graph(tree: &TaskTree, format: GraphFormat) -> String {
+    let g = build(tree);
     match format {
         GraphFormat::Mermaid => render_mermaid(&g),
         GraphFormat::Dot => render_dot(&g),

@@ -242,6 +242,19 @@ fn status_label(tree: &TaskTree, i: usize) -> String {
     }
 }
 
+/// The sub-task whose failure blocks sub-task `i`, as its parent's decision says.
+pub fn blocked_by(tree: &TaskTree, i: usize) -> Option<String> {
+    let node = &tree.nodes[i];
+    node.parent.and_then(|p| {
+        tree.nodes[p]
+            .decision
+            .blocked
+            .iter()
+            .find(|(n, _)| *n == node.name())
+            .map(|(_, by)| by.clone())
+    })
+}
+
 /// Build the view of task `i`, with the autopilot's command (`orchestrate --task T`).
 pub fn task_view(tree: &TaskTree, i: usize, prefix: &str) -> TaskView {
     task_view_mode(tree, i, prefix, false)
@@ -256,14 +269,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
     let step_flag = if step { " --step" } else { "" };
     let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
     let waiting = state == State::Next(Phase::Decomposition) && node.snap.plan.is_some();
-    let blocked_by = node.parent.and_then(|p| {
-        tree.nodes[p]
-            .decision
-            .blocked
-            .iter()
-            .find(|(n, _)| *n == node.name)
-            .map(|(_, by)| by.clone())
-    });
+    let blocked_by = blocked_by(tree, i);
     let fix_tasks = planned_fix_tasks(tree, i);
     let rerun_from = crate::task::gates::rerun_phase(&node.stale).map(|p| p.word());
     let awaiting = node.approval.as_ref().map(|w| w.gate.word());
@@ -321,7 +327,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             .plan
             .as_ref()
             .and_then(|plan| plan.as_ref().ok())
-            .and_then(|plan| plan.row(&node.name).cloned())
+            .and_then(|plan| plan.row(node.name()).cloned())
     });
     let subtasks = match (&node.snap.plan, d.counts) {
         (Some(Ok(plan)), Some(counts)) => {
@@ -363,7 +369,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         .map_or((None, None), |r| branch_facts(tree, i, r));
     TaskView {
         path: node.rel.clone(),
-        name: node.name.clone(),
+        name: node.name().to_string(),
         parent: node.parent.map(|p| tree.nodes[p].rel.clone()),
         state: state.word(),
         status: status_label(tree, i),
@@ -700,7 +706,7 @@ pub fn is_orphan(tree: &TaskTree, i: usize) -> bool {
     let mut j = i;
     while let Some(p) = tree.nodes[j].parent {
         if let Some(Ok(plan)) = &tree.nodes[p].snap.plan
-            && plan.row(&tree.nodes[j].name).is_none()
+            && plan.row(tree.nodes[j].name()).is_none()
         {
             return true;
         }
@@ -716,27 +722,50 @@ pub fn print_warnings(warnings: &[String]) {
     }
 }
 
-/// The full report: every task in walk order.
-pub fn render_report(
-    tree: &TaskTree,
-    prefix: &str,
+/// The full report: every task in walk order, written as it is displayed (one task's text at
+/// a time: a report of a large tree is never held whole in memory).
+pub fn render_report<'a>(
+    tree: &'a TaskTree,
+    prefix: &'a str,
     auto_execute: bool,
     fixes_created: bool,
-) -> String {
-    let mut out = String::new();
-    if tree.nodes.is_empty() {
-        let _ = writeln!(
-            out,
-            "No tasks yet. Create one with:\n  {prefix} orchestrate \"describe the task\""
-        );
+) -> Report<'a> {
+    Report {
+        tree,
+        prefix,
+        auto_execute,
+        fixes_created,
     }
-    for i in 0..tree.nodes.len() {
-        if i > 0 {
-            out.push('\n');
+}
+
+/// See [`render_report`].
+pub struct Report<'a> {
+    tree: &'a TaskTree,
+    prefix: &'a str,
+    auto_execute: bool,
+    fixes_created: bool,
+}
+
+impl std::fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (tree, prefix) = (self.tree, self.prefix);
+        if tree.nodes.is_empty() {
+            writeln!(
+                f,
+                "No tasks yet. Create one with:\n  {prefix} orchestrate \"describe the task\""
+            )?;
         }
-        let v = task_view_mode(tree, i, prefix, !auto_execute);
-        render_task(&v, auto_execute, &mut out);
-        render_fix_tasks(&v, fixes_created, prefix, &mut out);
+        let mut out = String::new();
+        for i in 0..tree.nodes.len() {
+            out.clear();
+            if i > 0 {
+                out.push('\n');
+            }
+            let v = task_view_mode(tree, i, prefix, !self.auto_execute);
+            render_task(&v, self.auto_execute, &mut out);
+            render_fix_tasks(&v, self.fixes_created, prefix, &mut out);
+            f.write_str(&out)?;
+        }
+        Ok(())
     }
-    out
 }

@@ -74,14 +74,14 @@ pub fn planned_fix_tasks(tree: &TaskTree, index: usize) -> Vec<FixTask> {
     match node.parent {
         // A failed sub-task gets one task named after it: {parent}-fix-{sub-task}.
         Some(p) => {
-            let parent = &tree.nodes[p].name;
+            let parent = tree.nodes[p].name();
             match doc.verdict {
-                Ok(Verdict::Fail) => push("fix", parent, &node.name, &node.name),
-                Ok(Verdict::NeedsReview) => push("review", parent, &node.name, &node.name),
+                Ok(Verdict::Fail) => push("fix", parent, node.name(), node.name()),
+                Ok(Verdict::NeedsReview) => push("review", parent, node.name(), node.name()),
                 _ => {}
             }
             if !doc.tiebreaks.is_empty() {
-                push("tiebreak", parent, &node.name, &node.name);
+                push("tiebreak", parent, node.name(), node.name());
             }
         }
         // A top-level task gets one task per item: {task}-fix-{issue}.
@@ -93,14 +93,19 @@ pub fn planned_fix_tasks(tree: &TaskTree, index: usize) -> Vec<FixTask> {
             };
             if !kind.is_empty() {
                 if items.is_empty() {
-                    push(kind, &node.name, "verdict", "the verdict (no items listed)");
+                    push(
+                        kind,
+                        node.name(),
+                        "verdict",
+                        "the verdict (no items listed)",
+                    );
                 }
                 for item in items {
-                    push(kind, &node.name, &item_slug(item), item);
+                    push(kind, node.name(), &item_slug(item), item);
                 }
             }
             for item in &doc.tiebreaks {
-                push("tiebreak", &node.name, &item_slug(item), item);
+                push("tiebreak", node.name(), &item_slug(item), item);
             }
         }
     }

@@ -23,14 +23,17 @@ pub const SUBTASKS_DIR: &str = "subtasks";
 pub struct Snapshot {
     /// Artifacts with content (whitespace-only files and unchanged inherited copies excluded).
     pub artifacts: ArtifactSet,
-    pub verdict: Option<VerdictDoc>,
+    /// Boxed, as `origin`: most tasks have none, and a tree holds a snapshot per task.
+    pub verdict: Option<Box<VerdictDoc>>,
     pub plan: Option<Result<Plan, PlanError>>,
     /// The word in `.state`, if readable.
     pub state_file: Option<State>,
-    pub origin: Option<OriginFile>,
+    pub origin: Option<Box<OriginFile>>,
     pub stop: Option<String>,
     /// Whether a `subtasks/` folder exists.
     pub has_subtasks_dir: bool,
+    /// Whether the listing said `subtasks` is a folder (not a link to one: that needs a stat).
+    pub subtasks_is_dir: bool,
     /// Whether `.state.inputs` exists (the inputs each phase was given, for staleness).
     pub has_inputs: bool,
     /// Whether a `logs/` entry exists (where the run journal lives); without one there is no
@@ -68,6 +71,24 @@ pub fn read_snapshot_unmarked(dir: &Path, rel: &str, warnings: &mut Vec<String>)
     read_snapshot_with(dir, rel, warnings, &mut TaskCache::none(&mut tally), false)
 }
 
+const DIR_FLAGS: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY
+    .union(rustix::fs::OFlags::DIRECTORY)
+    .union(rustix::fs::OFlags::CLOEXEC);
+
+/// Open a folder to list it (and to stat and open its files relative to it).
+pub fn open_dir(dir: &Path) -> std::io::Result<rustix::fs::Dir> {
+    rustix::fs::open(dir, DIR_FLAGS, rustix::fs::Mode::empty())
+        .and_then(rustix::fs::Dir::new)
+        .map_err(Into::into)
+}
+
+/// [`open_dir`] on the folder `name` in the open folder `at`.
+pub fn open_child(at: std::os::fd::BorrowedFd<'_>, name: &str) -> std::io::Result<rustix::fs::Dir> {
+    rustix::fs::openat(at, name, DIR_FLAGS, rustix::fs::Mode::empty())
+        .and_then(rustix::fs::Dir::new)
+        .map_err(Into::into)
+}
+
 /// Read a task folder through the index: a file whose (size, mtime, ctime, inode) the index
 /// knows is not opened; what it said then is what it says now.
 pub fn read_snapshot_with(
@@ -77,19 +98,23 @@ pub fn read_snapshot_with(
     cache: &mut TaskCache<'_>,
     honour_incomplete: bool,
 ) -> Snapshot {
+    read_snapshot_in(open_dir(dir), dir, rel, warnings, cache, honour_incomplete)
+}
+
+/// [`read_snapshot_with`] on a folder already opened ([`open_dir`]): the walk opens each one
+/// once, to tell a loop by the open folder's identity and then to list it.
+pub fn read_snapshot_in(
+    listing: std::io::Result<rustix::fs::Dir>,
+    dir: &Path,
+    rel: &str,
+    warnings: &mut Vec<String>,
+    cache: &mut TaskCache<'_>,
+    honour_incomplete: bool,
+) -> Snapshot {
     let mut snap = Snapshot::default();
-    // The folder is opened once: listed, and (through the index) its files stat'ed relative
-    // to it.
-    let listing = rustix::fs::open(
-        dir,
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .and_then(rustix::fs::Dir::new);
     let mut entries = match listing {
         Ok(entries) => entries,
         Err(e) => {
-            let e = std::io::Error::from(e);
             warnings.push(format!("{rel}: cannot read folder: {e}"));
             return snap;
         }
@@ -109,7 +134,10 @@ pub fn read_snapshot_with(
                 ORIGIN_FILE => control.push(ORIGIN_FILE),
                 STOP_FILE => control.push(STOP_FILE),
                 INCOMPLETE_FILE => control.push(INCOMPLETE_FILE),
-                SUBTASKS_DIR => snap.has_subtasks_dir = true,
+                SUBTASKS_DIR => {
+                    snap.has_subtasks_dir = true;
+                    snap.subtasks_is_dir = entry.file_type() == rustix::fs::FileType::Directory;
+                }
                 crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
                 "logs" => snap.has_logs = true,
                 crate::store::isolation::ISOLATION_FILE => snap.has_isolation = true,
@@ -118,16 +146,14 @@ pub fn read_snapshot_with(
             }
         }
     }
-    if cache.enabled() {
-        cache.set_dir(entries);
-    }
+    cache.set_dir(entries);
     if control.contains(&ORIGIN_FILE) {
         let path = dir.join(ORIGIN_FILE);
         match cache
-            .bytes(ORIGIN_ID, &path, read_whole)
+            .bytes(ORIGIN_ID, &path, usize::MAX)
             .map(|(b, _)| serde_json::from_slice::<OriginFile>(&b))
         {
-            Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(o),
+            Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(Box::new(o)),
             Ok(Ok(o)) => warnings.push(format!(
                 "{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)",
                 o.start
@@ -201,16 +227,14 @@ pub fn read_snapshot_with(
         ),
     };
     if snap.artifacts.contains(Artifact::Verdict) {
-        snap.verdict = text_of(Artifact::Verdict).map(|t| parse_verdict(&t));
+        snap.verdict = text_of(Artifact::Verdict).map(|t| Box::new(parse_verdict(&t)));
     }
     if snap.artifacts.contains(Artifact::Decomposition) {
         snap.plan = text_of(Artifact::Decomposition).map(|t| parse_decomposition(&t));
     }
     if control.contains(&STATE_FILE) {
         // One word is expected; a huge file is not read whole.
-        match cache.bytes(STATE_ID, &dir.join(STATE_FILE), |p| {
-            crate::fsx::read_prefix(p, 256)
-        }) {
+        match cache.bytes(STATE_ID, &dir.join(STATE_FILE), 256) {
             Ok((bytes, _)) => {
                 let word = String::from_utf8_lossy(&bytes);
                 match State::parse(&word) {
@@ -225,7 +249,7 @@ pub fn read_snapshot_with(
         }
     }
     if control.contains(&STOP_FILE) {
-        match cache.bytes(STOP_ID, &dir.join(STOP_FILE), read_whole) {
+        match cache.bytes(STOP_ID, &dir.join(STOP_FILE), usize::MAX) {
             Ok((bytes, _)) => {
                 let text = String::from_utf8_lossy(&bytes).trim().to_string();
                 snap.stop = Some(if text.is_empty() {
@@ -246,8 +270,7 @@ fn has_content(bytes: &[u8]) -> bool {
 
 /// Whether a file holds anything but whitespace, reading only as far as needed; and whether
 /// the part read is valid UTF-8.
-fn probe_content(path: &Path) -> std::io::Result<(bool, bool)> {
-    let mut file = crate::fsx::open_regular(path)?;
+fn probe_content(file: &mut std::fs::File) -> std::io::Result<(bool, bool)> {
     let mut buf = [0u8; 4096];
     let mut first = true;
     let mut utf8_ok = true;
@@ -274,10 +297,6 @@ fn probe_content(path: &Path) -> std::io::Result<(bool, bool)> {
     }
 }
 
-fn read_whole(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
-    crate::fsx::read(path).map(|b| (b, false))
-}
-
 fn read_text(
     path: &Path,
     rel: &str,
@@ -286,7 +305,7 @@ fn read_text(
     id: u8,
 ) -> Option<String> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
-    match cache.bytes(id, path, |p| crate::fsx::read_prefix(p, MAX_PARSED_BYTES)) {
+    match cache.bytes(id, path, MAX_PARSED_BYTES) {
         Ok((bytes, truncated)) => {
             if truncated {
                 let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);

@@ -4,13 +4,15 @@
 //! non-UTF-8 name or a stray file is a warning naming the path, never a crash.
 
 use super::gates::{ApprovalWait, StaleArtifact, approval_wait, stale_artifacts};
-use super::index::{self, Index, Tally, TaskCache};
-use super::snapshot::{SUBTASKS_DIR, Snapshot, read_snapshot_with};
+use super::index::{self, Index, Records, Tally, TaskCache};
+use super::snapshot::{SUBTASKS_DIR, Snapshot, open_child, open_dir, read_snapshot_in};
 use crate::state::{
     ChildFacts, Decision, Facts, Phase, PhaseConfig, PlannedSubtask, State, Verdict, decide,
 };
+use rustix::fs::{AtFlags, FileType};
 use std::collections::HashSet;
 use std::fs;
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -20,19 +22,23 @@ pub struct TaskNode {
     /// Relative to the project, `/`-separated: `tasks/a/subtasks/b`.
     pub rel: String,
     pub dir: PathBuf,
-    pub name: String,
     pub parent: Option<usize>,
     pub children: Vec<usize>,
     pub depth: usize,
     pub snap: Snapshot,
-    pub decision: Decision,
-    /// The gate the task waits at (set by [`TaskTree::apply_gates`]).
-    pub approval: Option<ApprovalWait>,
+    pub decision: KeptDecision,
+    /// The gate the task waits at (set by [`TaskTree::apply_gates`]; boxed: most wait at none).
+    pub approval: Option<Box<ApprovalWait>>,
     /// Artifacts built on inputs that changed since.
     pub stale: Vec<StaleArtifact>,
 }
 
 impl TaskNode {
+    /// The folder's name: the last part of `rel`.
+    pub fn name(&self) -> &str {
+        self.rel.rsplit('/').next().unwrap_or(&self.rel)
+    }
+
     pub fn state(&self) -> State {
         self.decision.state
     }
@@ -43,6 +49,52 @@ impl TaskNode {
             .verdict
             .as_ref()
             .and_then(|v| v.verdict.clone().ok())
+    }
+}
+
+/// A task's [`Decision`] as a tree keeps one per task: most are plain (a state, nothing more)
+/// and point into a table of those; any other is boxed. It reads as a `Decision`.
+#[derive(Debug, Clone)]
+pub enum KeptDecision {
+    /// `PLAIN[i]`.
+    Plain(u8),
+    Full(Box<Decision>),
+}
+
+/// The plain decision of each state, in [`State::ALL`] order.
+static PLAIN: [Decision; State::ALL.len()] = {
+    let s = State::ALL;
+    [
+        Decision::plain(s[0]),
+        Decision::plain(s[1]),
+        Decision::plain(s[2]),
+        Decision::plain(s[3]),
+        Decision::plain(s[4]),
+        Decision::plain(s[5]),
+        Decision::plain(s[6]),
+        Decision::plain(s[7]),
+        Decision::plain(s[8]),
+        Decision::plain(s[9]),
+        Decision::plain(s[10]),
+    ]
+};
+
+impl From<Decision> for KeptDecision {
+    fn from(d: Decision) -> Self {
+        match PLAIN.iter().position(|p| *p == d) {
+            Some(i) => KeptDecision::Plain(i as u8),
+            None => KeptDecision::Full(Box::new(d)),
+        }
+    }
+}
+
+impl std::ops::Deref for KeptDecision {
+    type Target = Decision;
+    fn deref(&self) -> &Decision {
+        match self {
+            KeptDecision::Plain(i) => &PLAIN[usize::from(*i)],
+            KeptDecision::Full(d) => d,
+        }
     }
 }
 
@@ -76,17 +128,23 @@ impl TaskTree {
             }
         }
         let tally = w.tally;
-        let out = std::mem::take(&mut w.out);
-        let old_entries = old.as_ref().map(Index::entries);
-        // The old index is no longer needed: free it before the new one is written.
+        let records = std::mem::take(&mut w.out);
         let done = Walker {
             nodes: std::mem::take(&mut w.nodes),
             warnings: std::mem::take(&mut w.warnings),
             ..Walker::new(None, 0)
         };
         drop(w);
-        drop(old);
-        index::save(project, old_entries, done.nodes.len(), tally, &[out], now);
+        // Records kept from the old index are copied from its body.
+        index::save(
+            project,
+            old.as_ref(),
+            done.nodes.len(),
+            tally,
+            &records,
+            now,
+        );
+        drop((records, old));
         done.finish(config)
     }
 
@@ -94,14 +152,17 @@ impl TaskTree {
     pub fn load_task(project: &Path, rel: &str, config: &PhaseConfig) -> TaskTree {
         let mut w = Walker::new(None, 0);
         let dir = project.join(rel);
-        let name = rel.rsplit('/').next().unwrap_or(rel).to_string();
         let depth = rel.matches("/subtasks/").count();
-        w.visit_task(&dir, rel.to_string(), name, None, depth);
+        w.visit_task(open_dir(&dir), dir, rel.to_string(), None, depth);
         w.finish(config)
     }
 
+    /// The node of `rel`, by binary search: the walk leaves nodes in [`walk_order`].
     pub fn find(&self, rel: &str) -> Option<usize> {
-        self.nodes.iter().position(|n| n.rel == rel)
+        let i = self
+            .nodes
+            .partition_point(|n| walk_order(&n.rel, rel) == std::cmp::Ordering::Less);
+        (self.nodes.get(i)?.rel == rel).then_some(i)
     }
 
     /// Read the approvals of every task whose next phase is one of `gates` (`Approve
@@ -121,25 +182,50 @@ impl TaskTree {
                 continue;
             }
             node.approval =
-                approval_wait(&node.dir, &node.rel, &node.snap, phase, &mut self.warnings);
+                approval_wait(&node.dir, &node.rel, &node.snap, phase, &mut self.warnings)
+                    .map(Box::new);
         }
     }
 }
 
+/// The order of a walk: by root (in [`crate::names::ROOTS`] order), then by path components
+/// (siblings are listed sorted by name, and a parent comes before its sub-tasks).
+fn walk_order(a: &str, b: &str) -> std::cmp::Ordering {
+    fn root(rel: &str) -> usize {
+        crate::names::ROOTS
+            .iter()
+            .position(|r| rel.strip_prefix(r).is_some_and(|t| t.starts_with('/')))
+            .unwrap_or(crate::names::ROOTS.len())
+    }
+    root(a)
+        .cmp(&root(b))
+        .then_with(|| a.split('/').cmp(b.split('/')))
+}
+
+/// (device, inode) of a `stat` result (the field types differ between targets).
+#[allow(clippy::unnecessary_cast)]
+fn dev_ino(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
 /// Below this many top-level tasks a walk stays on one thread.
 const PARALLEL_MIN: usize = 64;
+/// Top-level tasks a worker takes at a time.
+const CHUNK: usize = 128;
 
 struct Walker<'a> {
     nodes: Vec<TaskNode>,
     warnings: Vec<String>,
     /// (device, inode) of every folder visited, so a symlink loop is seen, not followed.
     seen: HashSet<(u64, u64)>,
+    /// A worker's view of those visited before its walk began (the roots).
+    earlier: Option<&'a HashSet<(u64, u64)>>,
     /// `Some` when reading through the index (`Some(None)`: none yet, build one).
     index: Option<Option<&'a Index>>,
     now: i64,
     tally: Tally,
     /// The records of the next index, in walk order.
-    out: Vec<u8>,
+    out: Records,
 }
 
 impl<'a> Walker<'a> {
@@ -148,10 +234,11 @@ impl<'a> Walker<'a> {
             nodes: Vec::new(),
             warnings: Vec::new(),
             seen: HashSet::new(),
+            earlier: None,
             index,
             now,
             tally: Tally::default(),
-            out: Vec::new(),
+            out: Records::default(),
         }
     }
 
@@ -164,137 +251,220 @@ impl<'a> Walker<'a> {
         depth: usize,
         is_root: bool,
     ) {
-        let tasks = self.task_folders(dir, rel, is_root);
-        if is_root && tasks.len() >= PARALLEL_MIN {
-            self.visit_parallel(tasks, depth);
+        let (names, listing) = self.task_folders(dir, rel, is_root);
+        // Each task folder is opened relative to this one (one name to look up, not a path).
+        let at = listing.as_ref().and_then(|d| d.fd().ok());
+        if is_root && names.len() >= PARALLEL_MIN {
+            self.visit_parallel(dir, at, rel, names, depth);
             return;
         }
-        for (path, child_rel, name) in tasks {
-            self.visit_task(&path, child_rel, name, parent, depth);
+        for name in names {
+            self.visit_child(dir, at, rel, name, parent, depth);
         }
     }
 
-    /// The task folders in `dir`, sorted by name; anything else is a warning.
+    /// Visit the task folder `name` in `dir` (open as `at`; `rel` from the project).
+    fn visit_child(
+        &mut self,
+        dir: &Path,
+        at: Option<BorrowedFd<'_>>,
+        rel: &str,
+        name: String,
+        parent: Option<usize>,
+        depth: usize,
+    ) {
+        let listing = match at {
+            Some(at) => open_child(at, &name),
+            None => open_dir(&dir.join(&name)),
+        };
+        let child_rel = format!("{rel}/{name}");
+        self.visit_task(listing, dir.join(&name), child_rel, parent, depth);
+    }
+
+    /// The names of the task folders in `dir`, sorted, and the folder, open; anything else is a
+    /// warning.
     fn task_folders(
         &mut self,
         dir: &Path,
         rel: &str,
         is_root: bool,
-    ) -> Vec<(PathBuf, String, String)> {
-        let entries = match fs::read_dir(dir) {
-            Ok(e) => e,
+    ) -> (Vec<String>, Option<rustix::fs::Dir>) {
+        let mut listing = match open_dir(dir) {
+            Ok(d) => d,
             Err(e) => {
                 self.warnings
                     .push(format!("{rel}: cannot read folder: {e}"));
-                return Vec::new();
+                return (Vec::new(), None);
             }
         };
+        // Names and types only (no path per entry); names are unique, so any sort is stable.
         let mut listed = Vec::new();
-        for entry in entries {
+        while let Some(entry) = listing.read() {
             match entry {
-                Ok(e) => listed.push(e),
-                Err(e) => self
-                    .warnings
-                    .push(format!("{rel}: cannot read an entry: {e}")),
+                Ok(e) if matches!(e.file_name().to_bytes(), b"." | b"..") => {}
+                Ok(e) => listed.push((e.file_name().to_bytes().to_vec(), e.file_type())),
+                Err(e) => self.warnings.push(format!(
+                    "{rel}: cannot read an entry: {}",
+                    std::io::Error::from(e)
+                )),
             }
         }
-        listed.sort_by_key(|e| e.file_name());
+        listed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let at = listing.fd().ok();
         let mut tasks = Vec::new();
-        for entry in listed {
-            let os_name = entry.file_name();
-            let path = entry.path();
-            let Some(name) = os_name.to_str() else {
-                self.warnings.push(format!(
-                    "{rel}/{}: name is not UTF-8; skipped",
-                    os_name.to_string_lossy()
-                ));
-                continue;
+        for (bytes, file_type) in listed {
+            let name = match String::from_utf8(bytes) {
+                Ok(name) => name,
+                Err(e) => {
+                    self.warnings.push(format!(
+                        "{rel}/{}: name is not UTF-8; skipped",
+                        String::from_utf8_lossy(e.as_bytes())
+                    ));
+                    continue;
+                }
             };
             if name.starts_with('.') {
                 continue;
             }
-            let child_rel = format!("{rel}/{name}");
-            // The entry's own type saves a stat; only a symlink needs following.
-            let is_dir = match entry.file_type() {
-                Ok(t) if t.is_symlink() => fs::metadata(&path).map(|m| m.is_dir()),
-                Ok(t) => Ok(t.is_dir()),
-                Err(e) => Err(e),
+            // The entry's own type saves a stat; a link is followed, and a file system that
+            // gives no type is asked.
+            let is_dir = match (file_type, at) {
+                (FileType::Directory, _) => Ok(true),
+                (FileType::Symlink | FileType::Unknown, Some(at)) => {
+                    rustix::fs::statat(at, name.as_str(), AtFlags::empty())
+                        .map(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
+                        .map_err(std::io::Error::from)
+                }
+                (FileType::Symlink | FileType::Unknown, None) => {
+                    fs::metadata(dir.join(&name)).map(|m| m.is_dir())
+                }
+                _ => Ok(false),
             };
             match is_dir {
                 Ok(true) if is_root && name == SUBTASKS_DIR => {
                     self.warnings.push(format!(
-                        "{child_rel}: a `subtasks` folder directly under {rel}/ (skipped)"
+                        "{rel}/{name}: a `subtasks` folder directly under {rel}/ (skipped)"
                     ));
                 }
-                Ok(true) => tasks.push((path, child_rel, name.to_string())),
+                Ok(true) => tasks.push(name),
                 Ok(false) => self.warnings.push(format!(
-                    "{child_rel}: stray file, not a task folder (ignored)"
+                    "{rel}/{name}: stray file, not a task folder (ignored)"
                 )),
-                Err(e) => self.warnings.push(format!("{child_rel}: cannot read: {e}")),
+                Err(e) => self
+                    .warnings
+                    .push(format!("{rel}/{name}: cannot read: {e}")),
             }
         }
-        tasks
+        (tasks, Some(listing))
     }
 
-    /// Visit top-level task folders on every core, then append the parts in name order, so the
-    /// result is the same as a sequential walk. Reading artifacts is mostly system time, which
-    /// a second core halves.
-    fn visit_parallel(&mut self, tasks: Vec<(PathBuf, String, String)>, depth: usize) {
+    /// Visit top-level task folders on every core, in chunks taken in turn, and append each
+    /// chunk's part in name order as soon as it and those before it are done: the result is
+    /// that of a sequential walk, and the parts never all wait in memory beside the whole.
+    /// Reading artifacts is mostly system time, which a second core halves.
+    fn visit_parallel(
+        &mut self,
+        dir: &Path,
+        at: Option<BorrowedFd<'_>>,
+        rel: &str,
+        names: Vec<String>,
+        depth: usize,
+    ) {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8);
-        let chunk = tasks.len().div_ceil(threads);
-        let seen = &self.seen;
+        let mut chunks = Vec::new();
+        let mut names = names.into_iter();
+        loop {
+            let chunk: Vec<_> = names.by_ref().take(CHUNK).collect();
+            if chunk.is_empty() {
+                break;
+            }
+            chunks.push(chunk);
+        }
+        drop(names);
+        let queue = std::sync::Mutex::new(chunks.into_iter().enumerate());
+        // The folders seen before (the roots) are shared by the workers while the parts fill
+        // `seen` again.
+        let earlier = std::mem::take(&mut self.seen);
+        let (queue, seen) = (&queue, &earlier);
         let (index, now) = (self.index, self.now);
-        let parts: Vec<Walker> = std::thread::scope(|scope| {
-            let handles: Vec<_> = tasks
-                .chunks(chunk)
-                .map(|part| {
+        let (send, done) = std::sync::mpsc::channel::<(usize, Walker)>();
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    let send = send.clone();
                     scope.spawn(move || {
-                        let mut w = Walker {
-                            seen: seen.clone(),
-                            ..Walker::new(index, now)
-                        };
-                        for (path, rel, name) in part {
-                            w.visit_task(path, rel.clone(), name.clone(), None, depth);
+                        loop {
+                            let next = queue.lock().map(|mut q| q.next());
+                            let Ok(Some((k, chunk))) = next else { break };
+                            let mut w = Walker {
+                                earlier: Some(seen),
+                                ..Walker::new(index, now)
+                            };
+                            for name in chunk {
+                                w.visit_child(dir, at, rel, name, None, depth);
+                            }
+                            if send.send((k, w)).is_err() {
+                                break;
+                            }
                         }
-                        w
                     })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-                .collect()
-        });
-        for part in parts {
-            let offset = self.nodes.len();
-            for mut node in part.nodes {
-                node.parent = node.parent.map(|p| p + offset);
-                for c in &mut node.children {
-                    *c += offset;
+            drop(send);
+            let mut waiting = std::collections::BTreeMap::new();
+            let mut next = 0;
+            for (k, part) in done {
+                waiting.insert(k, part);
+                while let Some(part) = waiting.remove(&next) {
+                    self.append(part);
+                    next += 1;
                 }
-                self.nodes.push(node);
             }
-            self.warnings.extend(part.warnings);
-            self.seen.extend(part.seen);
-            self.tally.hits += part.tally.hits;
-            self.tally.stored_misses += part.tally.stored_misses;
-            self.out.extend_from_slice(&part.out);
-        }
+            for w in workers {
+                w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+            }
+        });
+        self.seen.extend(earlier);
     }
 
+    /// Append the part a worker walked (its indices shift by the nodes already here).
+    fn append(&mut self, part: Walker) {
+        let offset = self.nodes.len();
+        self.nodes.reserve(part.nodes.len());
+        for mut node in part.nodes {
+            node.parent = node.parent.map(|p| p + offset);
+            for c in &mut node.children {
+                *c += offset;
+            }
+            self.nodes.push(node);
+        }
+        self.warnings.extend(part.warnings);
+        self.seen.extend(part.seen);
+        self.tally.hits += part.tally.hits;
+        self.tally.stored_misses += part.tally.stored_misses;
+        self.out.append(part.out);
+    }
+
+    /// Visit a task folder, opened (as `listing`) by the caller.
     fn visit_task(
         &mut self,
-        dir: &Path,
+        listing: std::io::Result<rustix::fs::Dir>,
+        dir: PathBuf,
         rel: String,
-        name: String,
         parent: Option<usize>,
         depth: usize,
     ) {
-        match fs::metadata(dir) {
-            Ok(m) => {
-                if !self.seen.insert((m.dev(), m.ino())) {
+        // The folder is opened once: its identity (for the loop check) is that of the open
+        // folder, and the same descriptor lists it. One that cannot be opened is stat'ed.
+        let id = match &listing {
+            Ok(d) => d.stat().map(|st| dev_ino(&st)).map_err(Into::into),
+            Err(_) => fs::metadata(&dir).map(|m| (m.dev(), m.ino())),
+        };
+        match id {
+            Ok(id) => {
+                if self.earlier.is_some_and(|e| e.contains(&id)) || !self.seen.insert(id) {
                     self.warnings.push(format!(
                         "{rel}: symlink loop or second link to a task already seen; skipped"
                     ));
@@ -309,39 +479,38 @@ impl<'a> Walker<'a> {
         let snap = match self.index {
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
-                let snap = read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache, true);
+                let snap =
+                    read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true);
                 cache.finish(&rel, &mut self.out);
                 snap
             }
             None => {
                 let mut tally = Tally::default();
                 let mut cache = TaskCache::none(&mut tally);
-                read_snapshot_with(dir, &rel, &mut self.warnings, &mut cache, true)
+                read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
-        let stale = stale_artifacts(dir, &rel, &snap, &mut self.warnings);
-        let has_subtasks = snap.has_subtasks_dir;
+        let stale = stale_artifacts(&dir, &rel, &snap, &mut self.warnings);
+        let (has_subtasks, snap_subtasks_is_dir) = (snap.has_subtasks_dir, snap.subtasks_is_dir);
+        let sub = has_subtasks.then(|| (dir.join(SUBTASKS_DIR), format!("{rel}/{SUBTASKS_DIR}")));
         let index = self.nodes.len();
         self.nodes.push(TaskNode {
-            rel: rel.clone(),
-            dir: dir.to_path_buf(),
-            name,
+            rel,
+            dir,
             parent,
             children: Vec::new(),
             depth,
             snap,
             // Decided in `finish`, once the sub-tasks are read.
-            decision: Decision::plain(State::NEW),
+            decision: Decision::plain(State::NEW).into(),
             approval: None,
             stale,
         });
         if let Some(p) = parent {
             self.nodes[p].children.push(index);
         }
-        if has_subtasks {
-            let sub = dir.join(SUBTASKS_DIR);
-            let sub_rel = format!("{rel}/{SUBTASKS_DIR}");
-            if fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
+        if let Some((sub, sub_rel)) = sub {
+            if snap_subtasks_is_dir || fs::metadata(&sub).is_ok_and(|m| m.is_dir()) {
                 self.walk_children(&sub, &sub_rel, Some(index), depth + 1, false);
             } else {
                 self.warnings
@@ -360,7 +529,7 @@ impl<'a> Walker<'a> {
                 .map(|c| {
                     let n = &self.nodes[*c];
                     ChildFacts {
-                        name: n.name.clone(),
+                        name: n.name().to_string(),
                         state: n.state(),
                         verdict: n.verdict(),
                     }
@@ -388,12 +557,72 @@ impl<'a> Walker<'a> {
                 depth: node.depth,
             };
             let decision = decide(&facts, config);
-            self.nodes[i].decision = decision;
+            self.nodes[i].decision = decision.into();
         }
         TaskTree {
             nodes: self.nodes,
             warnings: self.warnings,
             budget: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `find` answers by binary search: every node is found where it is, whatever its name
+    /// sorts next to (`a-b` sorts before `a/...` by bytes, after it by components).
+    #[test]
+    fn find_locates_every_node_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        for rel in [
+            "tasks/a/subtasks/s2",
+            "tasks/a/subtasks/s1/subtasks/x",
+            "tasks/a-b",
+            "tasks/a.b",
+            "tasks/b",
+            ".automaton/tasks/a",
+            ".automaton/tasks/z/subtasks/a",
+        ] {
+            fs::create_dir_all(dir.path().join(rel)).unwrap();
+        }
+        let tree = TaskTree::load(dir.path(), &PhaseConfig::default());
+        assert_eq!(tree.nodes.len(), 10, "{:?}", tree.warnings);
+        for (i, n) in tree.nodes.iter().enumerate() {
+            assert_eq!(tree.find(&n.rel), Some(i), "{}", n.rel);
+        }
+        for rel in [
+            "tasks/a/subtasks",
+            "tasks/c",
+            "tasks",
+            "",
+            ".automaton/tasks/b",
+            "x/a",
+        ] {
+            assert_eq!(tree.find(rel), None, "{rel}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod kept_tests {
+    use super::*;
+
+    /// A kept decision reads as the decision it was made from; only plain ones go unboxed.
+    #[test]
+    fn kept_decisions_read_as_made() {
+        for state in State::ALL {
+            let kept = KeptDecision::from(Decision::plain(state));
+            assert!(matches!(kept, KeptDecision::Plain(_)), "{state:?}");
+            assert_eq!(*kept, Decision::plain(state));
+            let full = Decision {
+                reason: Some("why".into()),
+                ..Decision::plain(state)
+            };
+            let kept = KeptDecision::from(full.clone());
+            assert!(matches!(kept, KeptDecision::Full(_)), "{state:?}");
+            assert_eq!(*kept, full);
         }
     }
 }

@@ -479,7 +479,7 @@ fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
         node.children
             .iter()
             .copied()
-            .find(|c| tree.nodes[*c].name == name)
+            .find(|c| tree.nodes[*c].name() == name)
     };
     match node.snap.plan.as_ref().and_then(|p| p.as_ref().ok()) {
         Some(plan) => {
@@ -501,7 +501,7 @@ fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
                 .children
                 .iter()
                 .copied()
-                .filter(|c| plan.row(&tree.nodes[*c].name).is_none())
+                .filter(|c| plan.row(tree.nodes[*c].name()).is_none())
                 .collect();
             if !orphans.is_empty() {
                 rows.push(Row::Group("not in plan".into(), group));
