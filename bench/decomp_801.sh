@@ -37,7 +37,7 @@ run_ninja() {
     rm -rf "$work/nj" && mkdir -p "$work/nj"
     { echo "rule a"; echo "  command = AUTOMATON_PHASE=implement AUTOMATON_ARTIFACT=\$out sh $agent < $agent"
       for ((i = 1; i <= phases; i++)); do echo "build $work/nj/$i: a"; done; } > "$work/build.ninja"
-    ninja -f "$work/build.ninja" -j2 >/dev/null
+    (cd "$work" && ninja -f build.ninja -j2 >/dev/null) # .ninja_log stays in the scratch folder
 }
 have_ninja=$(command -v ninja >/dev/null && echo 1 || echo "")
 run_automaton >/dev/null # warm-up, and a check that the parent completes
