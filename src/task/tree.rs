@@ -220,6 +220,9 @@ struct Walker<'a> {
     seen: HashSet<(u64, u64)>,
     /// A worker's view of those visited before its walk began (the roots).
     earlier: Option<&'a HashSet<(u64, u64)>>,
+    /// The (device, inode) of each node's folder, in `nodes` order: a worker's part is checked
+    /// against the parts before it when appended.
+    ids: Vec<(u64, u64)>,
     /// `Some` when reading through the index (`Some(None)`: none yet, build one).
     index: Option<Option<&'a Index>>,
     now: i64,
@@ -235,6 +238,7 @@ impl<'a> Walker<'a> {
             warnings: Vec::new(),
             seen: HashSet::new(),
             earlier: None,
+            ids: Vec::new(),
             index,
             now,
             tally: Tally::default(),
@@ -429,19 +433,41 @@ impl<'a> Walker<'a> {
         self.seen.extend(earlier);
     }
 
-    /// Append the part a worker walked (its indices shift by the nodes already here).
+    /// Append the part a worker walked (its indices shift by the nodes already here). A folder
+    /// an earlier part already holds (a second link to it, which that worker could not know)
+    /// is skipped with its sub-tasks, as a walk on one thread skips it.
     fn append(&mut self, part: Walker) {
-        let offset = self.nodes.len();
-        self.nodes.reserve(part.nodes.len());
-        for mut node in part.nodes {
-            node.parent = node.parent.map(|p| p + offset);
-            for c in &mut node.children {
-                *c += offset;
-            }
-            self.nodes.push(node);
-        }
         self.warnings.extend(part.warnings);
-        self.seen.extend(part.seen);
+        let mut kept: Vec<Option<usize>> = Vec::with_capacity(part.nodes.len());
+        let mut next = self.nodes.len();
+        for (node, id) in part.nodes.iter().zip(&part.ids) {
+            let keep = match node.parent {
+                // Under a skipped folder: skipped with it, as a walk would not go there.
+                Some(p) if kept[p].is_none() => false,
+                _ if self.seen.insert(*id) => true,
+                _ => {
+                    self.warnings.push(format!(
+                        "{}: symlink loop or second link to a task already seen; skipped",
+                        node.rel
+                    ));
+                    false
+                }
+            };
+            kept.push(keep.then(|| {
+                next += 1;
+                next - 1
+            }));
+        }
+        self.nodes.reserve(next - self.nodes.len());
+        for ((mut node, id), new) in part.nodes.into_iter().zip(part.ids).zip(&kept) {
+            if new.is_none() {
+                continue;
+            }
+            node.parent = node.parent.and_then(|p| kept[p]);
+            node.children = node.children.iter().filter_map(|c| kept[*c]).collect();
+            self.nodes.push(node);
+            self.ids.push(id);
+        }
         self.tally.hits += part.tally.hits;
         self.tally.stored_misses += part.tally.stored_misses;
         self.out.append(part.out);
@@ -462,7 +488,7 @@ impl<'a> Walker<'a> {
             Ok(d) => d.stat().map(|st| dev_ino(&st)).map_err(Into::into),
             Err(_) => fs::metadata(&dir).map(|m| (m.dev(), m.ino())),
         };
-        match id {
+        let id = match id {
             Ok(id) => {
                 if self.earlier.is_some_and(|e| e.contains(&id)) || !self.seen.insert(id) {
                     self.warnings.push(format!(
@@ -470,12 +496,13 @@ impl<'a> Walker<'a> {
                     ));
                     return;
                 }
+                id
             }
             Err(e) => {
                 self.warnings.push(format!("{rel}: cannot read: {e}"));
                 return;
             }
-        }
+        };
         let snap = match self.index {
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
@@ -494,6 +521,7 @@ impl<'a> Walker<'a> {
         let (has_subtasks, snap_subtasks_is_dir) = (snap.has_subtasks_dir, snap.subtasks_is_dir);
         let sub = has_subtasks.then(|| (dir.join(SUBTASKS_DIR), format!("{rel}/{SUBTASKS_DIR}")));
         let index = self.nodes.len();
+        self.ids.push(id);
         self.nodes.push(TaskNode {
             rel,
             dir,

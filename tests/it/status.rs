@@ -158,6 +158,42 @@ fn empty_project_and_missing_project() {
         .run();
 }
 
+/// A tree big enough to be walked by several threads (each takes 128 top-level tasks): a
+/// second link to a task another thread walks is skipped with a warning, as on one thread,
+/// not listed twice.
+#[test]
+fn a_second_link_across_parallel_parts_is_skipped_once() {
+    let p = Project::new();
+    for i in 1..=300 {
+        p.write(&format!("tasks/t{i:03}/SPEC.md"), "x");
+    }
+    p.write("tasks/t010/subtasks/s1/SPEC.md", "x");
+    std::fs::remove_dir_all(p.join("tasks/t290")).unwrap();
+    std::os::unix::fs::symlink("t010", p.join("tasks/t290")).unwrap();
+    let out = p
+        .test()
+        .args(["status", "--json"])
+        .stdout_any()
+        .stderr(
+            "warning: tasks/t290: symlink loop or second link to a task already seen; skipped\n",
+        )
+        .run();
+    let doc = out.json();
+    let rels: Vec<&str> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rels.len(),
+        299 + 1,
+        "299 top-level tasks and t010's sub-task"
+    );
+    assert!(!rels.iter().any(|r| r.starts_with("tasks/t290")));
+    assert!(rels.contains(&"tasks/t010/subtasks/s1"));
+}
+
 #[test]
 fn bad_input_is_a_warning_naming_the_path() {
     use std::os::unix::ffi::OsStrExt;
