@@ -1067,7 +1067,8 @@ fn run_waves(
                 || parent_stop.is_some()
                 || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
             if !stopping {
-                let tree = TaskTree::load_task(&run.settings.project, parent_rel, &run.config);
+                // Once per finished sub-task, so only the states (every sibling is read again).
+                let tree = TaskTree::load_states(&run.settings.project, parent_rel, &run.config);
                 let state_of = |name: &str| {
                     tree.find(&format!("{parent_rel}/subtasks/{name}"))
                         .map(|i| tree.nodes[i].state())

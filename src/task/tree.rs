@@ -150,7 +150,19 @@ impl TaskTree {
 
     /// Walk one task folder and its sub-tasks (the orchestrator re-reads only what it drives).
     pub fn load_task(project: &Path, rel: &str, config: &PhaseConfig) -> TaskTree {
+        Self::load_task_with(project, rel, config, true)
+    }
+
+    /// [`TaskTree::load_task`] for a scheduler that needs only the states: staleness (which
+    /// hashes every recorded input of every task, and decides nothing) is not read, so every
+    /// node's `stale` is empty.
+    pub fn load_states(project: &Path, rel: &str, config: &PhaseConfig) -> TaskTree {
+        Self::load_task_with(project, rel, config, false)
+    }
+
+    fn load_task_with(project: &Path, rel: &str, config: &PhaseConfig, stale: bool) -> TaskTree {
         let mut w = Walker::new(None, 0);
+        w.staleness = stale;
         let dir = project.join(rel);
         let depth = rel.matches("/subtasks/").count();
         w.visit_task(open_dir(&dir), dir, rel.to_string(), None, depth);
@@ -223,6 +235,8 @@ struct Walker<'a> {
     /// The (device, inode) of each node's folder, in `nodes` order: a worker's part is checked
     /// against the parts before it when appended.
     ids: Vec<(u64, u64)>,
+    /// Whether each node's stale artifacts are read.
+    staleness: bool,
     /// `Some` when reading through the index (`Some(None)`: none yet, build one).
     index: Option<Option<&'a Index>>,
     now: i64,
@@ -239,6 +253,7 @@ impl<'a> Walker<'a> {
             seen: HashSet::new(),
             earlier: None,
             ids: Vec::new(),
+            staleness: true,
             index,
             now,
             tally: Tally::default(),
@@ -517,7 +532,10 @@ impl<'a> Walker<'a> {
                 read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
-        let stale = stale_artifacts(&dir, &rel, &snap, &mut self.warnings);
+        let stale = match self.staleness {
+            true => stale_artifacts(&dir, &rel, &snap, &mut self.warnings),
+            false => Vec::new(),
+        };
         let (has_subtasks, snap_subtasks_is_dir) = (snap.has_subtasks_dir, snap.subtasks_is_dir);
         let sub = has_subtasks.then(|| (dir.join(SUBTASKS_DIR), format!("{rel}/{SUBTASKS_DIR}")));
         let index = self.nodes.len();

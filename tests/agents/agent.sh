@@ -17,6 +17,8 @@
 # AGENT_IMPLEMENT: shell code run (in the agent's working directory) at the implement phase,
 # e.g. to edit code files in a worktree.
 set -u
+# AGENT_IGNORE_TERM=1: ignore SIGTERM (so only SIGKILL ends the agent and its children).
+[ -n "${AGENT_IGNORE_TERM:-}" ] && trap '' TERM
 phase=$AUTOMATON_PHASE
 task=${AUTOMATON_TASK:-?}
 name=${task##*/}

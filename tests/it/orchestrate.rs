@@ -550,9 +550,14 @@ fn ctrl_c_stops_the_agent_group_and_leaves_files_consistent() {
 #[test]
 fn kill_9_mid_phase_then_resume_runs_no_completed_phase_twice() {
     let p = Project::new();
+    // An agent that ignores SIGTERM, under a watchdog whose grace before SIGKILL is long: it
+    // outlives its killed automaton for that long (the watchdog's own stop is tested by
+    // reliability::f5_agent_of_a_killed_automaton_is_stopped_within_seconds).
     let mut run = p
         .orchestrate_std()
         .env("AGENT_BEHAVIOR", "implement=hang")
+        .env("AGENT_IGNORE_TERM", "1")
+        .env("AUTOMATON_KILL_GRACE", "60s")
         .env("AGENT_LOG", p.join("agent.log"))
         .arg("crashy")
         .spawn_guarded();
@@ -756,9 +761,13 @@ fn an_interrupted_verify_leaves_the_pass_unaccepted() {
 #[test]
 fn a_leftover_group_whose_leader_died_is_stopped_too() {
     let p = Project::new();
+    // As in kill_9_mid_phase_then_resume_runs_no_completed_phase_twice: an agent that ignores
+    // SIGTERM under a long watchdog grace outlives its killed automaton.
     let mut run = p
         .orchestrate_std()
         .env("AGENT_BEHAVIOR", "research=hang")
+        .env("AGENT_IGNORE_TERM", "1")
+        .env("AUTOMATON_KILL_GRACE", "60s")
         .arg("orphans")
         .spawn_guarded();
     wait_for(&p.join("tasks/orphans/grandchild.pid"));
