@@ -180,7 +180,14 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
 /// came, and a device could be read forever. The open is non-blocking, the type is checked on
 /// the descriptor (no race with a swap of the path), then blocking reads are restored.
 pub fn open_regular(path: impl AsRef<Path>) -> io::Result<fs::File> {
-    let path = path.as_ref();
+    let (file, _) = open_checked(path.as_ref())?;
+    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())?;
+    Ok(file)
+}
+
+/// [`open_regular`] without restoring blocking reads (a regular file ignores `O_NONBLOCK`),
+/// and the file's size from the same stat.
+fn open_checked(path: &Path) -> io::Result<(fs::File, u64)> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = fs::OpenOptions::new()
         .read(true)
@@ -193,33 +200,21 @@ pub fn open_regular(path: impl AsRef<Path>) -> io::Result<fs::File> {
             format!("{} is not a regular file", path.display()),
         ));
     }
-    rustix::fs::fcntl_setfl(&file, rustix::fs::OFlags::empty())?;
-    Ok(file)
+    Ok((file, meta.len()))
 }
 
-/// `std::fs::read`, for regular files only (see [`open_regular`]), in as few system calls as
-/// a file allows: open, one stat (the type check, which also sizes the buffer), the reads,
-/// close. (A regular file ignores `O_NONBLOCK`, so it is not cleared.)
-pub fn read(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = path.as_ref();
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = file.metadata()?;
-    if !meta.file_type().is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
-        ));
-    }
-    // One byte more than the size: a file that did not grow is read to its end in one call.
-    let mut buf = vec![0u8; usize::try_from(meta.len()).unwrap_or(0).saturating_add(1)];
+/// Read `file` (of `size` bytes as stat'ed) to its end or to `limit` bytes, whichever comes
+/// first. The buffer starts one byte over the size, so a file that did not grow is read in one
+/// call, and at 1 KiB, so a procfs file (size 0) is too.
+fn read_up_to(file: &mut fs::File, size: u64, limit: usize) -> io::Result<Vec<u8>> {
+    let first = usize::try_from(size)
+        .unwrap_or(usize::MAX)
+        .saturating_add(1);
+    let mut buf = vec![0u8; first.max(1024).min(limit)];
     let mut filled = 0;
-    loop {
+    while filled < limit {
         if filled == buf.len() {
-            buf.resize(buf.len() * 2, 0);
+            buf.resize(buf.len().saturating_mul(2).min(limit), 0);
         }
         match file.read(&mut buf[filled..]) {
             Ok(0) => break,
@@ -230,6 +225,14 @@ pub fn read(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
     }
     buf.truncate(filled);
     Ok(buf)
+}
+
+/// `std::fs::read`, for regular files only (see [`open_regular`]), in as few system calls as
+/// a file allows: open, one stat (the type check, which also sizes the buffer), the reads,
+/// close.
+pub fn read(path: impl AsRef<Path>) -> io::Result<Vec<u8>> {
+    let (mut file, size) = open_checked(path.as_ref())?;
+    read_up_to(&mut file, size, usize::MAX)
 }
 
 /// `std::fs::read_to_string`, for regular files only ([`open_regular`]).
@@ -248,9 +251,8 @@ pub const TEMP_PREFIX: &str = ".automaton-tmp-";
 
 /// Read at most `limit` bytes of a file. Returns the bytes and whether the file was longer.
 pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
-    let file = open_regular(path)?;
-    let mut buf = Vec::new();
-    file.take(limit as u64 + 1).read_to_end(&mut buf)?;
+    let (mut file, size) = open_checked(path)?;
+    let mut buf = read_up_to(&mut file, size, limit.saturating_add(1))?;
     let truncated = buf.len() > limit;
     buf.truncate(limit);
     Ok((buf, truncated))

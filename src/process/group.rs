@@ -517,22 +517,12 @@ pub fn start_time(pid: u32) -> Option<u64> {
     read()
 }
 
-/// `/proc/<pid>/stat`, read in one call (procfs reports a size of 0, so a plain
-/// `read_to_string` would read it in growing pieces from 32 bytes up).
+/// `/proc/<pid>/stat` (a stat line is well under 4 KiB; `fsx::read_prefix` reads it in one
+/// call, where `read_to_string` would take growing pieces from 32 bytes up).
 fn proc_stat(pid: &str) -> Option<String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
-    let mut buf = [0u8; 4096];
-    let mut len = 0;
-    while len < buf.len() {
-        match file.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
-    String::from_utf8(buf[..len].to_vec()).ok()
+    let path = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
+    let (bytes, _) = crate::fsx::read_prefix(&path, 4096).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 fn process_name(pid: i32) -> Option<String> {

@@ -111,21 +111,17 @@ fn rewrite(task_dir: &Path, file: InputsFile) -> io::Result<()> {
     write_rebuildable(&task_dir.join(INPUTS_FILE), text.as_bytes())
 }
 
-/// Record what the phase that wrote `artifact` was given: one appended line, except that a
-/// version 1 file is folded into lines first and an unreadable one is replaced.
+/// Record what the phase that wrote `artifact` was given: one appended line. Only a version
+/// 1 file (one pretty-printed object, so it starts with `{` and a newline) is read first, to
+/// be folded into lines.
 pub fn record(task_dir: &Path, artifact: &str, inputs: Hashes) -> io::Result<()> {
-    match read_with_format(task_dir) {
-        Ok(None) | Ok(Some((_, false))) => append_line(
-            &task_dir.join(INPUTS_FILE),
-            &line(artifact, inputs)?,
-            Durability::Rebuildable,
-        ),
-        other => {
-            let mut file = other.ok().flatten().map(|(f, _)| f).unwrap_or_default();
-            file.artifacts.insert(artifact.to_string(), inputs);
-            rewrite(task_dir, file)
-        }
+    let path = task_dir.join(INPUTS_FILE);
+    let v1 = crate::fsx::read_prefix(&path, 2).is_ok_and(|(head, _)| head == b"{\n");
+    if v1 && let Ok(Some((mut file, true))) = read_with_format(task_dir) {
+        file.artifacts.insert(artifact.to_string(), inputs);
+        return rewrite(task_dir, file);
     }
+    append_line(&path, &line(artifact, inputs)?, Durability::Rebuildable)
 }
 
 /// Forget the records of artifacts moved away (`rerun`, `reject`).
