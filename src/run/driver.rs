@@ -1062,13 +1062,15 @@ fn run_waves(
         let mut held: Vec<(String, StopKind, String)> = Vec::new();
         // Sub-tasks whose drive ended on an error: never started again in this run.
         let mut errored: Vec<String> = Vec::new();
+        // The siblings' states, read once here; after that only the sub-task that just
+        // finished is read again (a sub-task about to start is read afresh by its own drive).
+        let project = &run.settings.project;
+        let mut tree = TaskTree::load_states(project, parent_rel, &run.config);
         loop {
             let stopping = run_stop.is_some()
                 || parent_stop.is_some()
                 || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
             if !stopping {
-                // Once per finished sub-task, so only the states (every sibling is read again).
-                let tree = TaskTree::load_states(&run.settings.project, parent_rel, &run.config);
                 let state_of = |name: &str| {
                     tree.find(&format!("{parent_rel}/subtasks/{name}"))
                         .map(|i| tree.nodes[i].state())
@@ -1150,12 +1152,15 @@ fn run_waves(
             }
             let Ok((name, out)) = rx.recv() else { break };
             running.retain(|r| *r != name);
+            let child_rel = format!("{parent_rel}/subtasks/{name}");
+            if !tree.reload(project, &child_rel, &run.config, false) {
+                tree = TaskTree::load_states(project, parent_rel, &run.config);
+            }
             match out {
                 Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
                     run_stop.get_or_insert(stopped(kind, reason));
                 }
                 Ok(Outcome::Stopped { kind, reason }) if !kind.is_recorded() => {
-                    let child_rel = format!("{parent_rel}/subtasks/{name}");
                     if kind == StopKind::AwaitingApproval {
                         // A person is needed now, while the siblings go on.
                         let command = format!("automaton approve {child_rel}");
@@ -1182,19 +1187,15 @@ fn run_waves(
                 Ok(_) => {}
                 Err(e) => {
                     errored.push(name.clone());
-                    let dir = run
-                        .settings
-                        .project
-                        .join(format!("{parent_rel}/subtasks/{name}"));
+                    let dir = project.join(&child_rel);
                     let reason = format!("error: {e:#}");
-                    run.progress
-                        .line(&format!("✘ {parent_rel}/subtasks/{name}: {reason}"));
+                    run.progress.line(&format!("✘ {child_rel}: {reason}"));
                     // Stopped for a person: recorded in its `.stop` when the folder can be
                     // written, and in any case never started again in this run (a folder
                     // that cannot be written would otherwise be retried at once, forever).
                     if let Err(w) = write_stop(&dir, &reason) {
                         let reason = format!(
-                            "{parent_rel}/subtasks/{name} stopped on an error ({reason}), and \
+                            "{child_rel} stopped on an error ({reason}), and \
                              its stop could not be recorded either: {w}"
                         );
                         held.push((name, StopKind::NeedsHuman, reason));

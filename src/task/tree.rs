@@ -169,6 +169,57 @@ impl TaskTree {
         w.finish(config)
     }
 
+    /// Read the task at `rel` (a node of this tree) and its sub-tasks again, and decide its
+    /// ancestors again: what a scheduler needs after one sub-task ran, without re-reading its
+    /// siblings. `stale` as in [`TaskTree::load_task`]. Returns false, changing nothing, when
+    /// `rel` is not in the tree or its sub-tree changed shape (sub-tasks came or went): then
+    /// load the tree again.
+    pub fn reload(&mut self, project: &Path, rel: &str, config: &PhaseConfig, stale: bool) -> bool {
+        let Some(at) = self.find(rel) else {
+            return false;
+        };
+        let fresh = Self::load_task_with(project, rel, config, stale);
+        let old_len = self.subtree_len(at);
+        let same_shape = fresh.nodes.len() == old_len
+            && fresh
+                .nodes
+                .iter()
+                .zip(&self.nodes[at..at + old_len])
+                .all(|(new, old)| new.rel == old.rel);
+        if !same_shape {
+            return false;
+        }
+        // The fresh nodes index from 0: shift them to where the sub-tree sits.
+        let parent = self.nodes[at].parent;
+        for (k, mut node) in fresh.nodes.into_iter().enumerate() {
+            node.parent = if k == 0 {
+                parent
+            } else {
+                node.parent.map(|p| p + at)
+            };
+            for c in &mut node.children {
+                *c += at;
+            }
+            self.nodes[at + k] = node;
+        }
+        self.warnings.extend(fresh.warnings);
+        let mut up = parent;
+        while let Some(i) = up {
+            decide_node(&mut self.nodes, i, config);
+            up = self.nodes[i].parent;
+        }
+        true
+    }
+
+    /// How many nodes the sub-tree at `i` spans (it and its descendants are contiguous).
+    fn subtree_len(&self, i: usize) -> usize {
+        let depth = self.nodes[i].depth;
+        1 + self.nodes[i + 1..]
+            .iter()
+            .take_while(|n| n.depth > depth)
+            .count()
+    }
+
     /// The node of `rel`, by binary search: the walk leaves nodes in [`walk_order`].
     pub fn find(&self, rel: &str) -> Option<usize> {
         let i = self
@@ -569,41 +620,7 @@ impl<'a> Walker<'a> {
         // Children come after their parent in the walk, so deciding in reverse decides every
         // sub-task before its parent.
         for i in (0..self.nodes.len()).rev() {
-            let children: Vec<ChildFacts> = self.nodes[i]
-                .children
-                .iter()
-                .map(|c| {
-                    let n = &self.nodes[*c];
-                    ChildFacts {
-                        name: n.name().to_string(),
-                        state: n.state(),
-                        verdict: n.verdict(),
-                    }
-                })
-                .collect();
-            let node = &self.nodes[i];
-            let planned: Option<Result<Vec<PlannedSubtask>, String>> = node
-                .snap
-                .plan
-                .as_ref()
-                .map(|p| p.as_ref().map(|p| p.planned()).map_err(|e| e.to_string()));
-            let facts = Facts {
-                artifacts: node.snap.artifacts,
-                verdict: node.snap.verdict.as_ref().map(|v| v.verdict.clone()),
-                plan: planned
-                    .as_ref()
-                    .map(|p| p.as_ref().map(Vec::as_slice).map_err(Clone::clone)),
-                children: &children,
-                start: node
-                    .snap
-                    .origin
-                    .as_ref()
-                    .and_then(|o| State::parse(&o.start)),
-                stop: node.snap.stop.as_deref(),
-                depth: node.depth,
-            };
-            let decision = decide(&facts, config);
-            self.nodes[i].decision = decision.into();
+            decide_node(&mut self.nodes, i, config);
         }
         TaskTree {
             nodes: self.nodes,
@@ -611,6 +628,45 @@ impl<'a> Walker<'a> {
             budget: None,
         }
     }
+}
+
+/// Decide `nodes[i]` from its snapshot and its (already decided) children.
+fn decide_node(nodes: &mut [TaskNode], i: usize, config: &PhaseConfig) {
+    let children: Vec<ChildFacts> = nodes[i]
+        .children
+        .iter()
+        .map(|c| {
+            let n = &nodes[*c];
+            ChildFacts {
+                name: n.name().to_string(),
+                state: n.state(),
+                verdict: n.verdict(),
+            }
+        })
+        .collect();
+    let node = &nodes[i];
+    let planned: Option<Result<Vec<PlannedSubtask>, String>> = node
+        .snap
+        .plan
+        .as_ref()
+        .map(|p| p.as_ref().map(|p| p.planned()).map_err(|e| e.to_string()));
+    let facts = Facts {
+        artifacts: node.snap.artifacts,
+        verdict: node.snap.verdict.as_ref().map(|v| v.verdict.clone()),
+        plan: planned
+            .as_ref()
+            .map(|p| p.as_ref().map(Vec::as_slice).map_err(Clone::clone)),
+        children: &children,
+        start: node
+            .snap
+            .origin
+            .as_ref()
+            .and_then(|o| State::parse(&o.start)),
+        stop: node.snap.stop.as_deref(),
+        depth: node.depth,
+    };
+    let decision = decide(&facts, config);
+    nodes[i].decision = decision.into();
 }
 
 #[cfg(test)]
@@ -648,6 +704,59 @@ mod tests {
         ] {
             assert_eq!(tree.find(rel), None, "{rel}");
         }
+    }
+
+    /// After one sub-task changed, `reload` leaves the tree a fresh load would give (states
+    /// and decisions of every node, the parent's included); a sub-tree that changed shape is
+    /// refused, leaving the tree as it was.
+    #[test]
+    fn reload_of_one_subtask_matches_a_fresh_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("tasks/p");
+        fs::create_dir_all(parent.join("subtasks/s1")).unwrap();
+        fs::create_dir_all(parent.join("subtasks/s2")).unwrap();
+        fs::write(parent.join("SPEC.md"), "spec\n").unwrap();
+        fs::write(
+            parent.join("DECOMPOSITION.md"),
+            "| Sub-task | Wave | Depends on |\n|---|---|---|\n| s1 | 1 | - |\n| s2 | 2 | s1 |\n",
+        )
+        .unwrap();
+        let config = PhaseConfig::default();
+        let mut tree = TaskTree::load_states(dir.path(), "tasks/p", &config);
+        let s1 = parent.join("subtasks/s1");
+        for a in [
+            "SPEC.md",
+            "DESIGN.md",
+            "TEST_PLAN.md",
+            "IMPLEMENTATION.md",
+            "BUG_REPORT.md",
+            "ADVERSARIAL_BUG_REPORT.md",
+            "DOC_REVIEW.md",
+        ] {
+            fs::write(s1.join(a), "done\n").unwrap();
+        }
+        fs::write(s1.join("VERDICT.md"), "Verdict: PASS\n").unwrap();
+        let before = format!("{:?}", tree.nodes[0].decision);
+        assert!(tree.reload(dir.path(), "tasks/p/subtasks/s1", &config, false));
+        let fresh = TaskTree::load_states(dir.path(), "tasks/p", &config);
+        let i = tree.find("tasks/p/subtasks/s1").unwrap();
+        assert_eq!(tree.nodes[i].state(), State::Complete);
+        assert_ne!(format!("{:?}", tree.nodes[0].decision), before);
+        let view = |t: &TaskTree| -> Vec<String> {
+            t.nodes
+                .iter()
+                .map(|n| format!("{} {:?} {:?} {:?}", n.rel, n.parent, n.children, n.decision))
+                .collect()
+        };
+        assert_eq!(view(&tree), view(&fresh));
+        fs::create_dir_all(s1.join("subtasks/x")).unwrap();
+        assert!(!tree.reload(dir.path(), "tasks/p/subtasks/s1", &config, false));
+        assert_eq!(
+            view(&tree),
+            view(&fresh),
+            "a refused reload changes nothing"
+        );
+        assert!(!tree.reload(dir.path(), "tasks/p/subtasks/nope", &config, false));
     }
 }
 
