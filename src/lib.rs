@@ -48,6 +48,9 @@ pub fn main() -> std::process::ExitCode {
         let code = process::shim::main(&args[1..]);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
+    if args.first().map(String::as_str) == Some(process::zygote::ZYGOTE_ARG) {
+        return std::process::ExitCode::from(u8::try_from(process::zygote::main()).unwrap_or(1));
+    }
     // Agents run under the watchdog shim: this very binary.
     if let Ok(exe) = std::env::current_exe() {
         process::shim::enable(exe);

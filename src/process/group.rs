@@ -16,7 +16,7 @@ use rustix::process::{Pid, PidfdFlags, Signal, WaitId, WaitIdOptions};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -112,10 +112,106 @@ impl Capture {
     }
 }
 
+/// The process that leads the group.
+pub enum Leader {
+    /// Our own child.
+    Child(Child),
+    /// A watchdog forked by the [`super::zygote`]: its status arrives on a pipe.
+    Forked(super::zygote::Forked, Option<ExitStatus>),
+}
+
+impl Leader {
+    fn id(&self) -> u32 {
+        match self {
+            Leader::Child(c) => c.id(),
+            Leader::Forked(f, _) => f.pid,
+        }
+    }
+
+    /// Readable once the leader exited: its pidfd (or a waiter thread's pipe), or for a
+    /// forked one a copy of its status pipe.
+    fn exit_fd(&self) -> io::Result<OwnedFd> {
+        match self {
+            Leader::Child(c) => exit_notifier(Pid::from_child(c)),
+            Leader::Forked(f, _) => Ok(rustix::io::fcntl_dupfd_cloexec(&f.status, 0)?),
+        }
+    }
+
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        use std::os::unix::process::ExitStatusExt;
+        match self {
+            Leader::Child(c) => c.try_wait(),
+            Leader::Forked(_, Some(st)) => Ok(Some(*st)),
+            Leader::Forked(f, got) => {
+                let mut raw = [0u8; 4];
+                match rustix::io::read(&f.status, &mut raw) {
+                    Ok(4) => *got = Some(ExitStatus::from_raw(i32::from_le_bytes(raw))),
+                    // The server died before it could tell: report a kill.
+                    Ok(_) => *got = Some(ExitStatus::from_raw(libc::SIGKILL)),
+                    Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                Ok(*got)
+            }
+        }
+    }
+
+    fn wait(&mut self) -> io::Result<ExitStatus> {
+        match self {
+            Leader::Child(c) => c.wait(),
+            Leader::Forked(f, _) => {
+                let fd = rustix::io::fcntl_dupfd_cloexec(&f.status, 0)?;
+                loop {
+                    if let Some(st) = self.try_wait()? {
+                        return Ok(st);
+                    }
+                    wait_readable(fd.as_fd(), Instant::now() + Duration::from_secs(3600));
+                }
+            }
+        }
+    }
+}
+
+/// The child's ends of its stdin, stdout and stderr, and ours: the stdin pipe's write end and
+/// the output pipes' read ends.
+struct Plumbing {
+    child: [OwnedFd; 3],
+    stdin: Option<OwnedFd>,
+    outputs: Vec<OwnedFd>,
+}
+
+impl Plumbing {
+    fn new(stdin: bool, output: &Output) -> io::Result<Plumbing> {
+        use rustix::pipe::{PipeFlags, pipe_with};
+        let (child_in, stdin) = if stdin {
+            let (r, w) = pipe_with(PipeFlags::CLOEXEC)?;
+            (r, Some(w))
+        } else {
+            (OwnedFd::from(File::open("/dev/null")?), None)
+        };
+        let (out, err, outputs) = match output {
+            Output::Log(_) => {
+                let (r, w) = pipe_with(PipeFlags::CLOEXEC)?;
+                (w.try_clone()?, w, vec![r])
+            }
+            Output::Capture { .. } => {
+                let (r1, w1) = pipe_with(PipeFlags::CLOEXEC)?;
+                let (r2, w2) = pipe_with(PipeFlags::CLOEXEC)?;
+                (w1, w2, vec![r1, r2])
+            }
+        };
+        Ok(Plumbing {
+            child: [child_in, out, err],
+            stdin,
+            outputs,
+        })
+    }
+}
+
 /// A running child that leads its own process group. Dropping it without [`Group::finish`] or
 /// [`Group::stop`] (an error, a panic) SIGKILLs the group and reaps the leader.
 pub struct Group<'a> {
-    child: Child,
+    leader: Leader,
     pgid: Pid,
     /// Readable once the leader exited: its pidfd, or a pipe a waiter thread writes to.
     exit_fd: OwnedFd,
@@ -134,66 +230,36 @@ pub struct Group<'a> {
 impl<'a> Group<'a> {
     /// Spawn `cmd` (its stdio is set here) as the leader of a new process group.
     pub fn spawn(mut cmd: Command, opts: Options<'a>) -> io::Result<Group<'a>> {
-        let mut log = None;
-        let mut log_pipe = None;
-        let capture_max = match opts.output {
-            Output::Log(file) => {
-                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-                cmd.stdout(write.try_clone()?).stderr(write);
-                log = Some(file);
-                log_pipe = Some(read);
-                None
-            }
-            Output::Capture { max } => {
-                cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-                Some(max)
-            }
-        };
-        cmd.stdin(if opts.stdin.is_some_and(|s| !s.is_empty()) {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-        cmd.process_group(0);
-        let spawned = cmd.spawn();
-        // Our copies of the pipe's write end go with the command: only the child holds it.
-        drop(cmd);
-        let mut child = spawned?;
-        let pgid = Pid::from_child(&child);
+        Self::spawn_with(opts, |[stdin, stdout, stderr]| {
+            cmd.stdin(Stdio::from(stdin))
+                .stdout(Stdio::from(stdout))
+                .stderr(Stdio::from(stderr))
+                .process_group(0);
+            cmd.spawn().map(Leader::Child)
+        })
+    }
+
+    /// Start a group whose leader `launch` starts (in a new process group of its own) with
+    /// the given stdin, stdout and stderr.
+    pub fn spawn_with(
+        opts: Options<'a>,
+        launch: impl FnOnce([OwnedFd; 3]) -> io::Result<Leader>,
+    ) -> io::Result<Group<'a>> {
+        let stdin_bytes = opts.stdin.filter(|s| !s.is_empty());
+        let plumbing = Plumbing::new(stdin_bytes.is_some(), &opts.output)?;
+        // The child's ends go with the launch: only the child holds them afterwards.
+        let mut leader = launch(plumbing.child)?;
+        let pgid = Pid::from_raw(leader.id() as i32).ok_or_else(|| io::Error::other("pid 0"))?;
         let slot = signals::register_group(pgid.as_raw_pid());
-        let fds = match capture_max {
-            Some(_) => vec![
-                child.stdout.take().map(OwnedFd::from),
-                child.stderr.take().map(OwnedFd::from),
-            ],
-            None => vec![log_pipe],
+        let (capture_max, mut log) = match opts.output {
+            Output::Log(file) => (usize::MAX, Some(file)),
+            Output::Capture { max } => (max, None),
         };
-        let captures = fds
-            .into_iter()
-            .map(|fd| -> io::Result<Capture> {
-                if let Some(fd) = &fd {
-                    rustix::io::ioctl_fionbio(fd, true)?;
-                }
-                Ok(Capture {
-                    fd,
-                    kept: Vec::new(),
-                    max: capture_max.unwrap_or(usize::MAX),
-                    log: None,
-                })
-            })
-            .collect::<io::Result<Vec<_>>>()
-            .map(|mut c| {
-                if let Some(first) = c.first_mut() {
-                    first.log = log;
-                }
-                c
-            });
-        let stdin = child.stdin.take();
-        let exit_fd = match exit_notifier(pgid) {
+        let exit_fd = match leader.exit_fd() {
             Ok(fd) => fd,
             Err(e) => {
                 let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
-                let _ = child.wait();
+                let _ = leader.wait();
                 if let Some(i) = slot {
                     signals::unregister_group(i);
                 }
@@ -202,9 +268,9 @@ impl<'a> Group<'a> {
         };
         // From here on, Drop kills and reaps on any error.
         let mut group = Group {
-            child,
-            pgid,
             exit_fd,
+            leader,
+            pgid,
             captures: Vec::new(),
             cancel: opts.cancel,
             cancel_wakes: signals::is_policy_flag(opts.cancel),
@@ -214,8 +280,16 @@ impl<'a> Group<'a> {
             leftovers: Vec::new(),
             done: false,
         };
-        group.captures = captures?;
-        if let (Some(stdin), Some(bytes)) = (stdin, opts.stdin) {
+        for fd in plumbing.outputs {
+            rustix::io::ioctl_fionbio(&fd, true)?;
+            group.captures.push(Capture {
+                fd: Some(fd),
+                kept: Vec::new(),
+                max: capture_max,
+                log: log.take(),
+            });
+        }
+        if let (Some(stdin), Some(bytes)) = (plumbing.stdin, stdin_bytes) {
             feed_stdin(stdin, bytes)?;
         }
         Ok(group)
@@ -223,7 +297,7 @@ impl<'a> Group<'a> {
 
     /// The leader's pid (also the group id).
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.leader.id()
     }
 
     /// Wait for the next event, at most until `deadline` (`None`: no deadline), and return on
@@ -241,7 +315,7 @@ impl<'a> Group<'a> {
                 .filter_map(|c| c.fd.as_ref().map(|f| f.as_fd())),
         );
         let exited = wait_any_readable(&fds, self.cancel, self.cancel_wakes, deadline)?[0];
-        if exited && let Some(status) = self.child.try_wait()? {
+        if exited && let Some(status) = self.leader.try_wait()? {
             self.status = Some(status);
             return Ok(Event::Exited(status));
         }
@@ -273,13 +347,13 @@ impl<'a> Group<'a> {
         let deadline = Instant::now() + self.kill_grace;
         if self.status.is_none() {
             wait_readable(self.exit_fd.as_fd(), deadline);
-            self.status = self.child.try_wait()?;
+            self.status = self.leader.try_wait()?;
         }
         let gone = self.status.is_some() && wait_group_gone(pgid, deadline);
         if !gone {
             let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
             if self.status.is_none() {
-                self.status = Some(self.child.wait()?);
+                self.status = Some(self.leader.wait()?);
             }
             if !wait_group_gone(pgid, Instant::now() + AFTER_KILL) {
                 self.leftovers = live_members(pgid)
@@ -304,7 +378,7 @@ impl<'a> Group<'a> {
         }
         match self.status {
             Some(s) => Ok(s),
-            None => self.child.wait(),
+            None => self.leader.wait(),
         }
     }
 
@@ -335,7 +409,7 @@ impl Drop for Group<'_> {
     fn drop(&mut self) {
         if !self.done {
             let _ = rustix::process::kill_process_group(self.pgid, Signal::KILL);
-            let _ = self.child.wait();
+            let _ = self.leader.wait();
         }
         if let Some(i) = self.slot.take() {
             signals::unregister_group(i);
@@ -378,16 +452,32 @@ fn wait_readable(fd: BorrowedFd<'_>, deadline: Instant) -> bool {
     }
 }
 
-/// Write `bytes` to the child's stdin and close it, on a detached thread: a child that never
-/// reads would otherwise block us once the pipe buffer is full. Write errors (EPIPE: the child
-/// exited without reading) are ignored. An escaped process that keeps the pipe open without
-/// reading only holds this thread.
-fn feed_stdin(mut stdin: ChildStdin, bytes: &[u8]) -> io::Result<()> {
-    let bytes = bytes.to_vec();
+/// Write `bytes` to the child's stdin and close it. What fits in the pipe (most prompts) is
+/// written at once; the rest on a detached thread: a child that never reads would otherwise
+/// block us once the pipe buffer is full. Write errors (EPIPE: the child exited without
+/// reading) are ignored. An escaped process that keeps the pipe open without reading only
+/// holds that thread.
+fn feed_stdin(stdin: OwnedFd, bytes: &[u8]) -> io::Result<()> {
+    rustix::io::ioctl_fionbio(&stdin, true)?;
+    let mut done = 0;
+    while done < bytes.len() {
+        match rustix::io::write(&stdin, &bytes[done..]) {
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN) => break,
+            Err(_) => return Ok(()),
+        }
+    }
+    if done == bytes.len() {
+        return Ok(());
+    }
+    rustix::io::ioctl_fionbio(&stdin, false)?;
+    let rest = bytes[done..].to_vec();
+    let mut stdin = File::from(stdin);
     std::thread::Builder::new()
         .name("child-stdin".into())
         .spawn(move || {
-            let _ = stdin.write_all(&bytes);
+            let _ = stdin.write_all(&rest);
         })?;
     Ok(())
 }

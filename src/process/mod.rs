@@ -16,5 +16,6 @@
 pub mod group;
 pub mod shim;
 pub mod signals;
+pub mod zygote;
 
-pub use group::{Event, Group, Leftover, Options, Output};
+pub use group::{Event, Group, Leader, Leftover, Options, Output};

@@ -1,5 +1,6 @@
-//! The watchdog every agent runs under: the agent's process group is led by a tiny shim (this
-//! binary, re-executed with [`SHIM_ARG`]), not by the agent itself.
+//! The watchdog every agent runs under: the agent's process group is led by a tiny shim (a
+//! fork of the [`super::zygote`] fork server, or this binary re-executed with [`SHIM_ARG`]),
+//! not by the agent itself.
 //!
 //! - **Recorded before it can act.** The shim reads one byte from its control pipe (the
 //!   descriptor its `<control-fd>` argument names) before it starts the agent; automaton
@@ -77,19 +78,33 @@ pub fn main(args: &[String]) -> i32 {
         return 2;
     };
     let grace = Duration::from_millis(grace.parse().unwrap_or(2000));
+    // SAFETY: `control_fd` is the control pipe automaton handed down; borrowed, never closed.
+    let control = unsafe { BorrowedFd::borrow_raw(control_fd) };
+    exit_like(watch(grace, control, command, None))
+}
+
+/// Be the watchdog of `command` (started with `env` when given, else with this process's
+/// environment), in this process; the agent's wait status, or one made up for an end of
+/// the shim's own (`NEVER_STARTED`, 137: automaton died, 127: the agent could not start).
+/// Used by the re-executed shim ([`main`]) and by one forked from the [`super::zygote`].
+pub fn watch(
+    grace: Duration,
+    control: BorrowedFd<'_>,
+    command: &str,
+    env: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
+) -> i32 {
+    let exited = |code: i32| code << 8;
     // SAFETY: prctl with integer arguments only changes this process's own attributes.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
-    // SAFETY: `control_fd` is the control pipe automaton handed down; borrowed, never closed.
-    let control = unsafe { BorrowedFd::borrow_raw(control_fd) };
     let mut go = [0u8; 1];
     loop {
         match rustix::io::read(control, &mut go) {
             Ok(1) => break,
             Err(rustix::io::Errno::INTR) => continue,
             // Automaton died before it recorded us: the agent never runs.
-            _ => return NEVER_STARTED,
+            _ => return exited(NEVER_STARTED),
         }
     }
     let _ = rustix::io::fcntl_setfd(control, rustix::io::FdFlags::CLOEXEC);
@@ -100,14 +115,14 @@ pub fn main(args: &[String]) -> i32 {
         Ok(fd) => fd,
         Err(e) => {
             eprintln!("automaton: cannot watch the agent: {e}");
-            return 127;
+            return exited(127);
         }
     };
-    let child = match spawn_agent(command) {
+    let child = match spawn_agent(command, env) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("automaton: cannot start the agent: {e}");
-            return 127;
+            return exited(127);
         }
     };
     let child_pid = child.id() as i32;
@@ -120,13 +135,13 @@ pub fn main(args: &[String]) -> i32 {
             // The agent is done: whatever it left (in or out of its group) goes too.
             stop_descendants(grace, &mut status, child_pid);
             reap_all(child_pid, &mut status);
-            return exit_like(st);
+            return st;
         }
         if control_closed(control) {
             // Automaton is gone: nobody watches the agent any more.
             stop_descendants(grace, &mut status, child_pid);
             reap_all(child_pid, &mut status);
-            return 137;
+            return exited(137);
         }
         let mut deadline = None;
         if stop.load(Ordering::SeqCst) {
@@ -149,18 +164,24 @@ pub fn main(args: &[String]) -> i32 {
 /// Start the agent command. A command the shell would only split into words (see
 /// [`plain_words`]) is started directly, as make does: one `sh` fewer per phase. Anything
 /// else, or a direct start that fails, goes through `sh -c`, so errors read as the shell's.
-fn spawn_agent(command: &str) -> std::io::Result<std::process::Child> {
-    if let Some(words) = plain_words(command)
-        && let Ok(child) = std::process::Command::new(words[0])
-            .args(&words[1..])
-            .spawn()
-    {
-        return Ok(child);
+fn spawn_agent(
+    command: &str,
+    env: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
+) -> std::io::Result<std::process::Child> {
+    let with_env = |mut cmd: std::process::Command| {
+        if let Some(env) = env {
+            cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+        }
+        cmd
+    };
+    if let Some(words) = plain_words(command) {
+        let mut direct = with_env(std::process::Command::new(words[0]));
+        if let Ok(child) = direct.args(&words[1..]).spawn() {
+            return Ok(child);
+        }
     }
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .spawn()
+    let mut shell = with_env(std::process::Command::new("sh"));
+    shell.arg("-c").arg(command).spawn()
 }
 
 /// The words of a command in which `sh -c` would do nothing but split on blanks: only
@@ -330,7 +351,7 @@ fn descendants() -> Vec<i32> {
 }
 
 /// Exit the way the agent did: its exit code, or the signal that killed it.
-fn exit_like(status: i32) -> i32 {
+pub fn exit_like(status: i32) -> i32 {
     if libc::WIFEXITED(status) {
         return libc::WEXITSTATUS(status);
     }

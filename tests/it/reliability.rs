@@ -135,7 +135,13 @@ fn f2_agent_is_recorded_before_it_runs() {
 fn f5_agent_of_a_killed_automaton_is_stopped_within_seconds() {
     let p = project();
     let pidf = p.join("agent.pid.test");
-    let agent = format!("echo $$ > {}; exec sleep 300", pidf.display());
+    let zygote = p.join("zygote.pid");
+    // The watchdog's parent is the fork server (`src/process/zygote.rs`): it must go too.
+    let agent = format!(
+        "cut -d' ' -f4 /proc/$PPID/stat > {}; echo $$ > {}; exec sleep 300",
+        zygote.display(),
+        pidf.display()
+    );
     let mut run = p
         .orchestrate_std()
         .args(["--agent", &agent, "watch me"])
@@ -150,9 +156,54 @@ fn f5_agent_of_a_killed_automaton_is_stopped_within_seconds() {
         .trim()
         .parse()
         .unwrap();
+    let zygote: i32 = std::fs::read_to_string(&zygote)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(
+        zygote,
+        run.id() as i32,
+        "the watchdog was forked by the fork server"
+    );
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
     assert!(wait_gone(pid), "agent {pid} outlived its automaton");
+    assert!(
+        wait_gone(zygote),
+        "fork server {zygote} outlived its automaton"
+    );
+}
+
+/// The fork server killed under a running agent: that phase ends as killed (as it would if
+/// its watchdog were killed) and is retried; every later watchdog is executed instead of
+/// forked, and the task completes.
+#[test]
+fn a_killed_fork_server_falls_back_to_executed_watchdogs() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n\n\
+         ## Limits\n- **Retry backoff**: 0\n",
+    );
+    let seen = p.join("watchdogs.log");
+    let extra = format!(
+        "tr '\\0' ' ' < /proc/$PPID/cmdline >> {seen}; echo >> {seen};          if [ ! -f \"$AUTOMATON_PROJECT/killed\" ]; then touch \"$AUTOMATON_PROJECT/killed\";          kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); sleep 1; fi;",
+        seen = seen.display()
+    );
+    p.orchestrate_cmd()
+        .env("AUTOMATON_RETRIES", "1")
+        .args(["--agent", &writer_agent(&extra), "lose the fork server"])
+        .assert()
+        .code(0);
+    let log = std::fs::read_to_string(&seen).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines[0].contains("__agent-zygote"), "{log}");
+    assert!(lines.len() > 1, "{log}");
+    assert!(
+        lines[1..].iter().all(|l| l.contains("__agent-watchdog")),
+        "{log}"
+    );
 }
 
 /// Finding 5: a descendant that daemonizes (setsid + double fork) does not outlive its phase.

@@ -295,6 +295,7 @@ fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
         "agent.sh",
         "cat >/dev/null; sleep 2\n\
          cat /proc/$PPID/comm > \"$AUTOMATON_PROJECT/parent.comm\"\n\
+         tr '\\0' ' ' < /proc/$(cut -d' ' -f4 /proc/$PPID/stat)/cmdline > \"$AUTOMATON_PROJECT/grandparent\"\n\
          grep '^voluntary_ctxt_switches' /proc/$PPID/status > \"$AUTOMATON_PROJECT/parent.ctx\"\n\
          echo done > \"$AUTOMATON_ARTIFACT\"\n",
     );
@@ -305,6 +306,12 @@ fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
         .code(25); // one step done: waiting for the next
 
     assert_eq!(p.read("parent.comm").trim(), "automaton");
+    // Forked by the fork server, not executed: its parent is the server.
+    assert!(
+        p.read("grandparent").contains("__agent-zygote"),
+        "{}",
+        p.read("grandparent")
+    );
     let switches: u64 = p
         .read("parent.ctx")
         .split_whitespace()

@@ -18,8 +18,11 @@ pub mod slurm;
 pub mod tmux;
 
 use super::agent::AgentSpec;
-use crate::process::{Event, Group, Leftover, Options, Output};
+use crate::process::{Event, Group, Leader, Leftover, Options, Output};
+use std::ffi::OsString;
 use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
@@ -88,38 +91,66 @@ impl Executor for Local {
         // is recorded: the shim holds the agent until `go` says the pid file is written, and
         // stops it when automaton dies (`go` then reads end of file).
         let shim = crate::process::shim::exe().filter(|_| spec.pid_file.is_some());
-        let (mut cmd, go, go_read) = match shim {
-            Some(exe) => {
-                let (read, write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-                let mut c = Command::new(exe);
-                c.arg(crate::process::shim::SHIM_ARG)
-                    .arg(spec.kill_grace.as_millis().to_string())
-                    .arg(std::os::fd::AsRawFd::as_raw_fd(&read).to_string())
-                    .arg(spec.command);
-                (c, Some(write), Some(read))
-            }
-            None => {
-                let mut c = Command::new("sh");
-                c.arg("-c").arg(spec.command);
-                (c, None, None)
-            }
-        };
-        cmd.current_dir(spec.cwd)
-            .envs(spec.env.iter().map(|(k, v)| (k, v)));
         let opts = Options {
             stdin: Some(spec.prompt.as_bytes()),
             output: Output::Log(log),
             cancel: spec.cancel,
             kill_grace: spec.kill_grace,
         };
-        let group = match &go_read {
-            Some(read) => crate::process::shim::with_control(read, || Group::spawn(cmd, opts))?,
-            None => Group::spawn(cmd, opts)?,
+        let Some(exe) = shim else {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c")
+                .arg(spec.command)
+                .current_dir(spec.cwd)
+                .envs(spec.env.iter().map(|(k, v)| (k, v)));
+            return Ok(Box::new(Gated {
+                group: Group::spawn(cmd, opts)?,
+                go: None,
+            }));
         };
-        // Only the shim keeps the read end.
-        drop(go_read);
+        let (read, go) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let group = Group::spawn_with(opts, |stdio| {
+            // Forked by the fork server when it runs; else this binary is executed again.
+            let env = agent_env(spec);
+            let request = crate::process::zygote::Request {
+                grace: spec.kill_grace,
+                cwd: spec.cwd,
+                command: spec.command,
+                env: &env,
+                stdio: [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()],
+                control: read.as_fd(),
+            };
+            if let Ok(forked) = crate::process::zygote::fork_watchdog(exe, &request) {
+                return Ok(Leader::Forked(forked, None));
+            }
+            let [stdin, stdout, stderr] = stdio;
+            let mut cmd = Command::new(exe);
+            cmd.arg(crate::process::shim::SHIM_ARG)
+                .arg(spec.kill_grace.as_millis().to_string())
+                .arg(read.as_raw_fd().to_string())
+                .arg(spec.command)
+                .current_dir(spec.cwd)
+                .envs(spec.env.iter().map(|(k, v)| (k, v)))
+                .stdin(stdin)
+                .stdout(stdout)
+                .stderr(stderr)
+                .process_group(0);
+            crate::process::shim::with_control(&read, || cmd.spawn()).map(Leader::Child)
+        })?;
+        // Only the watchdog keeps the read end.
+        drop(read);
+        let go = Some(go);
         Ok(Box::new(Gated { group, go }))
     }
+}
+
+/// The agent's whole environment: automaton's, with the run's variables on top.
+fn agent_env(spec: &AgentSpec<'_>) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !spec.env.iter().any(|(name, _)| k == name.as_str()))
+        .collect();
+    env.extend(spec.env.iter().map(|(k, v)| (k.into(), v.into())));
+    env
 }
 
 /// A local agent, held by its watchdog until [`Running::release`].

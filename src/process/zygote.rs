@@ -1,0 +1,328 @@
+//! A fork server for watchdogs: one small process, started once per automaton, that forks a
+//! [`super::shim`] for each agent instead of automaton executing its own 7 MB binary again.
+//!
+//! Executing a dynamic binary costs about a millisecond of CPU here (the loader, relocations,
+//! libc's CPU probes, which trap to the hypervisor in a VM); a fork of a process that has
+//! done all that already costs a tenth. The watchdog it forks behaves as the re-executed one
+//! does (the same [`super::shim::watch`]): it leads the agent's process group, holds the agent
+//! until automaton writes the go byte, and stops everything when the control pipe closes.
+//!
+//! - **Protocol.** A `SOCK_SEQPACKET` pair: automaton sends one message per agent, the
+//!   watchdog's grace, working folder, command and environment (NUL-separated) with five
+//!   descriptors (stdin, stdout, stderr, the control pipe's read end, a status pipe's write
+//!   end); the server answers with the watchdog's pid, or a negative errno.
+//! - **Exit status.** The watchdog is the server's child, not automaton's: the server reaps it
+//!   (watching its pidfd) and writes its raw wait status into the status pipe, so automaton
+//!   learns of the end only once the watchdog is gone from the process table.
+//! - **Lifetime.** The server exits when automaton's end of the socket closes (even by
+//!   SIGKILL); its watchdogs then see their control pipes close and stop their agents.
+//! - **Fallback.** Any failure to start or reach the server turns it off for the rest of the
+//!   run, and the watchdog is executed as before.
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+use std::ffi::{OsStr, OsString};
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The hidden first argument that turns the binary into the fork server.
+pub const ZYGOTE_ARG: &str = "__agent-zygote";
+
+/// Largest request: the environment travels with every agent.
+const MAX_REQUEST: usize = 256 * 1024;
+
+/// The descriptors a request carries, in order.
+const FDS: usize = 5;
+
+/// A watchdog forked by the server: its pid, and the pipe its wait status arrives on.
+#[derive(Debug)]
+pub struct Forked {
+    pub pid: u32,
+    /// Non-blocking read end: 4 bytes (the raw wait status) once the server reaped it; end of
+    /// file without them if the server died first.
+    pub status: OwnedFd,
+}
+
+/// The running server's socket; `None` before the first agent.
+static CLIENT: Mutex<Option<OwnedFd>> = Mutex::new(None);
+/// Set once the server failed: every later agent gets an executed watchdog.
+static OFF: AtomicBool = AtomicBool::new(false);
+
+/// What one watchdog is to run.
+pub struct Request<'a> {
+    pub grace: Duration,
+    pub cwd: &'a Path,
+    pub command: &'a str,
+    /// The agent's whole environment.
+    pub env: &'a [(OsString, OsString)],
+    /// The agent's stdin, stdout and stderr.
+    pub stdio: [BorrowedFd<'a>; 3],
+    /// The control pipe's read end ([`super::shim`]).
+    pub control: BorrowedFd<'a>,
+}
+
+/// Have the server (started by executing `exe` the first time) fork a watchdog for `req`.
+/// An error means the caller should execute the watchdog itself.
+pub fn fork_watchdog(exe: &Path, req: &Request<'_>) -> io::Result<Forked> {
+    if OFF.load(Ordering::Relaxed) {
+        return Err(io::Error::other("the fork server is off"));
+    }
+    let mut client = CLIENT.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = (|| {
+        if client.is_none() {
+            *client = Some(start(exe)?);
+        }
+        let sock = client.as_ref().expect("started above");
+        send_request(sock.as_fd(), req)
+    })();
+    if outcome.is_err() {
+        OFF.store(true, Ordering::Relaxed);
+        *client = None;
+    }
+    outcome
+}
+
+fn start(exe: &Path) -> io::Result<OwnedFd> {
+    let (ours, theirs) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
+    let mut cmd = Command::new(exe);
+    cmd.arg(ZYGOTE_ARG)
+        .stdin(Stdio::from(theirs))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    // Its own group: the terminal's Ctrl-C is automaton's to handle.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // Not waited for: it exits when `ours` closes, with automaton.
+    drop(cmd.spawn()?);
+    Ok(ours)
+}
+
+fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> io::Result<Forked> {
+    use rustix::pipe::{PipeFlags, pipe_with};
+    let (status, status_w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+    let mut payload = Vec::with_capacity(4096);
+    for field in [
+        OsStr::new(&req.grace.as_millis().to_string()),
+        req.cwd.as_os_str(),
+        OsStr::new(req.command),
+    ] {
+        payload.extend_from_slice(field.as_bytes());
+        payload.push(0);
+    }
+    for (k, v) in req.env {
+        payload.extend_from_slice(k.as_bytes());
+        payload.push(b'=');
+        payload.extend_from_slice(v.as_bytes());
+        payload.push(0);
+    }
+    if payload.len() > MAX_REQUEST {
+        return Err(io::Error::other(
+            "the agent's environment is too large to send",
+        ));
+    }
+    let [stdin, stdout, stderr] = req.stdio;
+    let fds = [stdin, stdout, stderr, req.control, status_w.as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    control.push(SendAncillaryMessage::ScmRights(&fds));
+    rustix::net::sendmsg(
+        sock,
+        &[IoSlice::new(&payload)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?;
+    drop(status_w);
+    let mut reply = [0u8; 4];
+    let n = loop {
+        match rustix::io::read(sock, &mut reply) {
+            Err(rustix::io::Errno::INTR) => continue,
+            other => break other?,
+        }
+    };
+    if n != 4 {
+        return Err(io::Error::other("the fork server closed its socket"));
+    }
+    match i32::from_le_bytes(reply) {
+        pid if pid > 0 => Ok(Forked {
+            pid: pid as u32,
+            status,
+        }),
+        errno => Err(io::Error::from_raw_os_error(-errno)),
+    }
+}
+
+/// A forked watchdog the server still has to reap.
+struct Watched {
+    pid: i32,
+    pidfd: OwnedFd,
+    status: OwnedFd,
+}
+
+/// The server: fd 0 is its end of the socket.
+pub fn main() -> i32 {
+    // Keep the socket off fd 0, which each watchdog replaces with its agent's stdin.
+    let Ok(sock) = rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stdin(), 3) else {
+        return 1;
+    };
+    if let Ok(null) = std::fs::File::open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdin(&null);
+    }
+    let mut running: Vec<Watched> = Vec::new();
+    let mut buf = vec![0u8; MAX_REQUEST];
+    loop {
+        let mut fds: Vec<PollFd<'_>> = std::iter::once(sock.as_fd())
+            .chain(running.iter().map(|w| w.pidfd.as_fd()))
+            .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN))
+            .collect();
+        match poll(&mut fds, None) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return 1,
+        }
+        let request = !fds[0].revents().is_empty();
+        drop(fds);
+        running.retain(|w| !reaped(w));
+        if !request {
+            continue;
+        }
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = rustix::net::recvmsg(
+            &sock,
+            &mut [IoSliceMut::new(&mut buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let received: Vec<OwnedFd> = control
+            .drain()
+            .flat_map(|m| match m {
+                RecvAncillaryMessage::ScmRights(fds) => fds.collect::<Vec<_>>(),
+                _ => Vec::new(),
+            })
+            .collect();
+        let n = match got {
+            Ok(m) if m.bytes > 0 => m.bytes,
+            Err(rustix::io::Errno::INTR) => continue,
+            // Automaton closed its end: it is gone, and so is the server's purpose.
+            _ => return 0,
+        };
+        let answer = match fork_one(&buf[..n], received, &sock, &mut running) {
+            Ok(pid) => pid,
+            Err(e) => -e.raw_os_error().unwrap_or(libc::EINVAL),
+        };
+        if rustix::io::write(&sock, &answer.to_le_bytes()).is_err() {
+            return 0;
+        }
+    }
+}
+
+/// Whether `w` has exited; if so its wait status went to its status pipe.
+fn reaped(w: &Watched) -> bool {
+    let mut st = 0;
+    // SAFETY: waitpid on our own child with a valid out-pointer.
+    if unsafe { libc::waitpid(w.pid, &mut st, libc::WNOHANG) } != w.pid {
+        return false;
+    }
+    let _ = rustix::io::write(&w.status, &st.to_le_bytes());
+    true
+}
+
+/// Fork the watchdog a request asks for; its pid.
+fn fork_one(
+    payload: &[u8],
+    fds: Vec<OwnedFd>,
+    sock: &OwnedFd,
+    running: &mut Vec<Watched>,
+) -> io::Result<i32> {
+    let invalid = || io::Error::from_raw_os_error(libc::EINVAL);
+    let [stdin, stdout, stderr, control, status]: [OwnedFd; FDS] =
+        fds.try_into().map_err(|_| invalid())?;
+    let mut fields = payload
+        .strip_suffix(&[0])
+        .ok_or_else(invalid)?
+        .split(|b| *b == 0);
+    let grace: u64 = fields
+        .next()
+        .and_then(|f| std::str::from_utf8(f).ok()?.parse().ok())
+        .ok_or_else(invalid)?;
+    let cwd = OsStr::from_bytes(fields.next().ok_or_else(invalid)?);
+    let command = std::str::from_utf8(fields.next().ok_or_else(invalid)?).map_err(|_| invalid())?;
+    let env: Vec<(OsString, OsString)> = fields
+        .filter_map(|kv| {
+            let eq = kv.iter().position(|b| *b == b'=')?;
+            Some((
+                OsStr::from_bytes(&kv[..eq]).to_owned(),
+                OsStr::from_bytes(&kv[eq + 1..]).to_owned(),
+            ))
+        })
+        .collect();
+    // SAFETY: the server is single-threaded, so the child may run any code after fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // The watchdog. Nothing of the server's may stay open in it: another agent's status
+        // pipe held here would hide the server's death from automaton.
+        running.clear();
+        drop(status);
+        // SAFETY: fd numbers of our own socket; the process is single-threaded.
+        unsafe {
+            libc::close(std::os::fd::AsRawFd::as_raw_fd(sock));
+            libc::setpgid(0, 0);
+        }
+        let stdio_ok = rustix::stdio::dup2_stdin(&stdin).is_ok()
+            && rustix::stdio::dup2_stdout(&stdout).is_ok()
+            && rustix::stdio::dup2_stderr(&stderr).is_ok();
+        drop((stdin, stdout, stderr));
+        if !stdio_ok {
+            std::process::exit(127);
+        }
+        if let Err(e) = std::env::set_current_dir(cwd) {
+            eprintln!("automaton: cannot enter {}: {e}", Path::new(cwd).display());
+            std::process::exit(127);
+        }
+        let grace = Duration::from_millis(grace);
+        let status = super::shim::watch(grace, control.as_fd(), command, Some(&env));
+        std::process::exit(super::shim::exit_like(status));
+    }
+    // Either side may set the group first; both set the same one.
+    // SAFETY: setpgid on our own child.
+    unsafe {
+        libc::setpgid(pid, pid);
+    }
+    let pidfd = rustix::process::Pid::from_raw(pid)
+        .ok_or_else(invalid)
+        .and_then(|p| {
+            rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
+                .map_err(io::Error::from)
+        });
+    match pidfd {
+        Ok(pidfd) => {
+            running.push(Watched { pid, pidfd, status });
+            Ok(pid)
+        }
+        Err(e) => {
+            // Unwatchable: it must not run. (Its control pipe holds it before the agent.)
+            // SAFETY: kill and reap our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            Err(e)
+        }
+    }
+}
