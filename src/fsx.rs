@@ -18,7 +18,7 @@
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
-//! | `.incomplete` | durable | the artifact a phase run is writing: without it, what a power cut left half-written would be judged |
+//! | `.incomplete` | durable, fsynced while the agent starts | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
 //! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
@@ -109,6 +109,20 @@ fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Make a file already written by rename durable: fsync it, then its folder (the rename).
+/// For a file whose fsync may wait until something else has started (see
+/// [`crate::run::agent::AgentSpec::sync_after_start`]).
+pub fn sync_written(path: &Path) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .and_then(|()| fs::File::open(dir)?.sync_all())
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot sync {}: {e}", path.display())))
 }
 
 /// Append `line` (no newline of its own) to a JSON-lines style file as one `write`, so a

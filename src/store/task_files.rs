@@ -16,7 +16,7 @@ use crate::state::State;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub const STATE_FILE: &str = ".state";
 pub const ORIGIN_FILE: &str = ".origin";
@@ -70,12 +70,13 @@ pub fn clear_stop(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// Mark `artifact` (a file name) as being written by a phase run that has not finished.
-pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<()> {
-    write_atomic(
-        &dir.join(INCOMPLETE_FILE),
-        format!("{artifact}\n").as_bytes(),
-    )
+/// Mark `artifact` (a file name) as being written by a phase run that has not finished; the
+/// marker's path. Written without fsync: the runner makes it durable while the agent starts
+/// ([`crate::fsx::sync_written`]), before anything the agent writes could reach the disk.
+pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<PathBuf> {
+    let path = dir.join(INCOMPLETE_FILE);
+    crate::fsx::write_rebuildable(&path, format!("{artifact}\n").as_bytes())?;
+    Ok(path)
 }
 
 /// The artifact `.incomplete` names: `Ok(None)` when there is no marker; an unreadable or

@@ -183,6 +183,7 @@ fn a_child_that_exits_is_noticed_from_the_kernel_not_a_tick() {
         kill_grace: Duration::from_secs(5),
         on_line: None,
         pid_file: None,
+        sync_after_start: None,
     };
     let before = blocked_count();
     let out = run_agent(&spec).unwrap();
