@@ -80,19 +80,14 @@ pub fn main(args: &[String]) -> i32 {
     let grace = Duration::from_millis(grace.parse().unwrap_or(2000));
     // SAFETY: `control_fd` is the control pipe automaton handed down; borrowed, never closed.
     let control = unsafe { BorrowedFd::borrow_raw(control_fd) };
-    exit_like(watch(grace, control, command, None))
+    exit_like(watch(grace, control, command))
 }
 
-/// Be the watchdog of `command` (started with `env` when given, else with this process's
-/// environment), in this process; the agent's wait status, or one made up for an end of
-/// the shim's own (`NEVER_STARTED`, 137: automaton died, 127: the agent could not start).
-/// Used by the re-executed shim ([`main`]) and by one forked from the [`super::zygote`].
-pub fn watch(
-    grace: Duration,
-    control: BorrowedFd<'_>,
-    command: &str,
-    env: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
-) -> i32 {
+/// Be the watchdog of `command` (started with this process's environment), in this process;
+/// the agent's wait status, or one made up for an end of the shim's own (`NEVER_STARTED`,
+/// 137: automaton died, 127: the agent could not start). Used by the re-executed shim
+/// ([`main`]) and by one forked from the [`super::zygote`].
+pub fn watch(grace: Duration, control: BorrowedFd<'_>, command: &str) -> i32 {
     let exited = |code: i32| code << 8;
     // SAFETY: prctl with integer arguments only changes this process's own attributes.
     unsafe {
@@ -118,7 +113,7 @@ pub fn watch(
             return exited(127);
         }
     };
-    let child = match spawn_agent(command, env) {
+    let child = match spawn_agent(command) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("automaton: cannot start the agent: {e}");
@@ -164,24 +159,18 @@ pub fn watch(
 /// Start the agent command. A command the shell would only split into words (see
 /// [`plain_words`]) is started directly, as make does: one `sh` fewer per phase. Anything
 /// else, or a direct start that fails, goes through `sh -c`, so errors read as the shell's.
-fn spawn_agent(
-    command: &str,
-    env: Option<&[(std::ffi::OsString, std::ffi::OsString)]>,
-) -> std::io::Result<std::process::Child> {
-    let with_env = |mut cmd: std::process::Command| {
-        if let Some(env) = env {
-            cmd.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
-        }
-        cmd
-    };
-    if let Some(words) = plain_words(command) {
-        let mut direct = with_env(std::process::Command::new(words[0]));
-        if let Ok(child) = direct.args(&words[1..]).spawn() {
-            return Ok(child);
-        }
+fn spawn_agent(command: &str) -> std::io::Result<std::process::Child> {
+    if let Some(words) = plain_words(command)
+        && let Ok(child) = std::process::Command::new(words[0])
+            .args(&words[1..])
+            .spawn()
+    {
+        return Ok(child);
     }
-    let mut shell = with_env(std::process::Command::new("sh"));
-    shell.arg("-c").arg(command).spawn()
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .spawn()
 }
 
 /// The words of a command in which `sh -c` would do nothing but split on blanks: only

@@ -295,8 +295,18 @@ fn fork_one(
             eprintln!("automaton: cannot enter {}: {e}", Path::new(cwd).display());
             std::process::exit(127);
         }
+        // The agent's environment becomes the watchdog's own, so the agent inherits it: a
+        // `Command` given an environment with PATH would fork rather than take posix_spawn.
+        for (k, _) in std::env::vars_os() {
+            // SAFETY: the forked watchdog is single-threaded.
+            unsafe { std::env::remove_var(k) };
+        }
+        for (k, v) in &env {
+            // SAFETY: as above.
+            unsafe { std::env::set_var(k, v) };
+        }
         let grace = Duration::from_millis(grace);
-        let status = super::shim::watch(grace, control.as_fd(), command, Some(&env));
+        let status = super::shim::watch(grace, control.as_fd(), command);
         std::process::exit(super::shim::exit_like(status));
     }
     // Either side may set the group first; both set the same one.
