@@ -92,6 +92,18 @@ pub fn fork_watchdog(exe: &Path, req: &Request<'_>) -> io::Result<Forked> {
     outcome
 }
 
+/// Start the server now, while the run gets ready, so that the first agent does not wait for
+/// it to load; a failure only means the first agent starts it (or falls back).
+pub fn prestart() {
+    let Some(exe) = super::shim::exe() else {
+        return;
+    };
+    let mut client = CLIENT.lock().unwrap_or_else(|e| e.into_inner());
+    if client.is_none() && !OFF.load(Ordering::Relaxed) {
+        *client = start(exe).ok();
+    }
+}
+
 fn start(exe: &Path) -> io::Result<OwnedFd> {
     let (ours, theirs) = rustix::net::socketpair(
         AddressFamily::UNIX,
