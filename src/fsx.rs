@@ -25,6 +25,7 @@
 //! | `logs/<phase>-<n>.prompt.md` | rebuildable | re-rendered when the phase runs again |
 //! | `.automaton/.vram_cache.json`, `.automaton/.agent_model.json` | rebuildable | caches of a probe / of the last agent's report |
 //! | `.automaton/.index` | rebuildable | the status index, a cache of what artifacts said |
+//! | `.automaton-spare-<name>` | rebuildable | [`write_recycling`]'s spare: the previous content of `.state`, `.incomplete` or `logs/agent.pid`, kept for its inode |
 //!
 //! [`write_atomic`] is durable; [`write_rebuildable`] is not, unless `- **Durability**: full`
 //! (config.md `## Storage`, or `AUTOMATON_DURABILITY=full`) turned [`set_full_durability`] on,
@@ -32,7 +33,7 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -109,6 +110,73 @@ fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Replace `path` with `bytes` atomically, like [`write_atomic_with`], but without making or
+/// freeing an inode once a spare exists: the bytes go into the spare kept beside `path`
+/// (`.automaton-spare-<name>`), which is then exchanged with `path` (`renameat2`
+/// `RENAME_EXCHANGE`), so the old content becomes the next spare. For the files a run rewrites
+/// or removes on every phase (`.state`, `.incomplete`, `logs/agent.pid`): on ext4 without a
+/// journal, every inode made scans all those freed in the last minute, which made a long run
+/// quadratic. Where exchange is not supported, the spare is renamed onto `path`.
+pub fn write_recycling(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    let sync = durability == Durability::Durable || full_durability();
+    write_recycling_inner(path, bytes, sync)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display())))
+}
+
+fn write_recycling_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
+    let spare = spare_of(path)?;
+    let Ok(mut f) = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&spare)
+    else {
+        // Not a file of ours to reuse (a link, say): the plain atomic write.
+        return write_atomic_inner(path, bytes, sync);
+    };
+    f.write_all(bytes)?;
+    if sync {
+        f.sync_all()?;
+    }
+    drop(f);
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    match renameat_with(CWD, &spare, CWD, path, RenameFlags::EXCHANGE) {
+        Ok(()) => {}
+        // Nothing to exchange with, or no exchange here: a plain rename.
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS) => {
+            fs::rename(&spare, path)?
+        }
+        Err(e) => return Err(e.into()),
+    }
+    if sync && let Some(dir) = path.parent() {
+        let _ = fs::File::open(dir).and_then(|d| d.sync_all());
+    }
+    Ok(())
+}
+
+/// Remove `path` by making it the spare of [`write_recycling`] (no inode freed); a missing
+/// file is fine.
+pub fn remove_recycling(path: &Path) -> io::Result<()> {
+    match fs::rename(path, spare_of(path)?) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io::Error::new(
+            e.kind(),
+            format!("cannot remove {}: {e}", path.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::other("no file name"))?;
+    let mut spare = std::ffi::OsString::from(SPARE_PREFIX);
+    spare.push(name);
+    Ok(path.with_file_name(spare))
 }
 
 /// Make a file already written by rename durable: fsync it, then its folder (the rename).
@@ -255,13 +323,16 @@ pub fn read_to_string(path: impl AsRef<Path>) -> io::Result<String> {
 }
 
 /// Whether a name is one of [`write_atomic`]'s temporary files (left behind by a crash between
-/// creating and renaming it): such a file never counts as content of a folder.
+/// creating and renaming it) or a spare of [`write_recycling`]: such a file never counts as
+/// content of a folder.
 pub fn is_temp_name(name: &str) -> bool {
-    name.starts_with(TEMP_PREFIX)
+    name.starts_with(TEMP_PREFIX) || name.starts_with(SPARE_PREFIX)
 }
 
 /// The prefix of [`write_atomic`]'s temporary files.
 pub const TEMP_PREFIX: &str = ".automaton-tmp-";
+/// The prefix of [`write_recycling`]'s spares.
+pub const SPARE_PREFIX: &str = ".automaton-spare-";
 
 /// Read at most `limit` bytes of a file. Returns the bytes and whether the file was longer.
 pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
@@ -275,6 +346,57 @@ pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A file rewritten and removed once per phase keeps the same two inodes: the content
+    /// moves by exchange with its spare, removal makes it the spare, and a link in the
+    /// spare's place is never written through.
+    #[test]
+    fn recycling_writes_reuse_two_inodes_and_never_follow_a_link() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(".state");
+        let spare = dir.path().join(".automaton-spare-.state");
+        let inodes = || -> std::collections::BTreeSet<u64> {
+            [&p, &spare]
+                .iter()
+                .filter_map(|f| fs::metadata(f).ok())
+                .map(|m| m.ino())
+                .collect()
+        };
+        write_recycling(&p, b"one\n", Durability::Rebuildable).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"one\n");
+        write_recycling(&p, b"two\n", Durability::Durable).unwrap();
+        let pair = inodes();
+        assert_eq!(pair.len(), 2);
+        assert_eq!(fs::read(&p).unwrap(), b"two\n");
+        assert_eq!(
+            fs::read(&spare).unwrap(),
+            b"one\n",
+            "the old content is the spare"
+        );
+        write_recycling(&p, b"three\n", Durability::Rebuildable).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"three\n");
+        assert_eq!(inodes(), pair, "no inode made or freed");
+        remove_recycling(&p).unwrap();
+        assert!(!p.exists());
+        remove_recycling(&p).unwrap();
+        write_recycling(&p, b"four\n", Durability::Rebuildable).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"four\n");
+        assert!(inodes().is_subset(&pair));
+        assert!(is_temp_name(".automaton-spare-.state"));
+
+        let outside = dir.path().join("outside");
+        fs::write(&outside, "keep").unwrap();
+        let _ = fs::remove_file(&spare);
+        std::os::unix::fs::symlink(&outside, &spare).unwrap();
+        write_recycling(&p, b"five\n", Durability::Rebuildable).unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"five\n");
+        assert_eq!(
+            fs::read(&outside).unwrap(),
+            b"keep",
+            "never written through a link"
+        );
+    }
 
     #[test]
     fn new_files_are_0644_and_replaced_files_keep_their_mode() {

@@ -201,7 +201,7 @@ pub fn run_agent_on(
             crate::fsx::Durability::Rebuildable
         };
         let record = format!("{}\n", group.record());
-        crate::fsx::write_atomic_with(pid_file, record.as_bytes(), durability)?;
+        crate::fsx::write_recycling(pid_file, record.as_bytes(), durability)?;
     }
     // Recorded: the agent may start now (the watchdog holds it until this).
     group.release()?;
@@ -265,7 +265,7 @@ pub fn run_agent_on(
     // Output written while the group was being stopped still counts.
     scan.absorb(&group.take_fresh(), spec.on_line);
     if let Some(pid_file) = spec.pid_file {
-        let _ = std::fs::remove_file(pid_file);
+        let _ = crate::fsx::remove_recycling(pid_file);
     }
     Ok(AgentOutcome {
         end,

@@ -36,12 +36,14 @@ pub struct OriginFile {
     pub inherited: BTreeMap<String, String>,
 }
 
-/// Write `.state` atomically. Not fsynced: it is re-derived from the artifacts (the driver
-/// rewrites it when it disagrees), so a power cut costs at most a stale word.
+/// Write `.state` atomically, reusing its spare inode (it changes on every phase). Not
+/// fsynced: it is re-derived from the artifacts (the driver rewrites it when it disagrees), so
+/// a power cut costs at most a stale word.
 pub fn write_state(dir: &Path, state: State) -> io::Result<()> {
-    crate::fsx::write_rebuildable(
+    crate::fsx::write_recycling(
         &dir.join(STATE_FILE),
         format!("{}\n", state.word()).as_bytes(),
+        crate::fsx::Durability::Rebuildable,
     )
 }
 
@@ -75,7 +77,11 @@ pub fn clear_stop(dir: &Path) -> io::Result<()> {
 /// ([`crate::fsx::sync_written`]), before anything the agent writes could reach the disk.
 pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<PathBuf> {
     let path = dir.join(INCOMPLETE_FILE);
-    crate::fsx::write_rebuildable(&path, format!("{artifact}\n").as_bytes())?;
+    crate::fsx::write_recycling(
+        &path,
+        format!("{artifact}\n").as_bytes(),
+        crate::fsx::Durability::Rebuildable,
+    )?;
     Ok(path)
 }
 
@@ -110,16 +116,10 @@ pub fn parse_incomplete(bytes: &[u8]) -> Result<crate::state::Artifact, String> 
     })
 }
 
-/// Remove `.incomplete` (the phase run was judged); a missing file is fine.
+/// Remove `.incomplete` (the phase run was judged), keeping its inode as the next marker's
+/// spare; a missing file is fine.
 pub fn clear_incomplete(dir: &Path) -> io::Result<()> {
-    let path = dir.join(INCOMPLETE_FILE);
-    match std::fs::remove_file(&path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io::Error::new(
-            e.kind(),
-            format!("cannot remove {}: {e}", path.display()),
-        )),
-        _ => Ok(()),
-    }
+    crate::fsx::remove_recycling(&dir.join(INCOMPLETE_FILE))
 }
 
 #[cfg(test)]
