@@ -179,7 +179,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         cancel: &cancel,
         progress: &progress,
         max_peak: vram.max_peak_context_kb,
-        slots: Slots::new(limits.jobs),
+        slots: Slots::new(limits.jobs).map_err(Error::Io)?,
         isolation: isolation.as_ref(),
         step: args.step,
         budgets: crate::run::budget::Budgets::from_settings(&settings),

@@ -260,13 +260,11 @@ fn reap(child: i32, status: &mut Option<i32>) -> bool {
 }
 
 /// Before the shim exits: reap what is left, so that no zombie is handed to an init that may
-/// never reap it (in a container, pid 1 often does not).
+/// never reap it (in a container, pid 1 often does not). Waits at most half a second.
 fn reap_all(child: i32, status: &mut Option<i32>) {
-    for _ in 0..50 {
-        if reap(child, status) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let end = Instant::now() + Duration::from_millis(500);
+    while !reap(child, status) && Instant::now() < end {
+        wait_any_exit(&descendants(), end);
     }
 }
 
@@ -277,20 +275,50 @@ fn stop_descendants(grace: Duration, status: &mut Option<i32>, child: i32) {
     if reap(child, status) || signal_descendants(libc::SIGTERM) == 0 {
         return;
     }
-    let end = Instant::now() + grace;
-    while Instant::now() < end {
-        let _ = reap(child, status);
-        if descendants().is_empty() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    if wait_descendants_gone(Instant::now() + grace, status, child) {
+        return;
     }
     signal_descendants(libc::SIGKILL);
-    let end = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < end && !descendants().is_empty() {
+    wait_descendants_gone(Instant::now() + Duration::from_secs(1), status, child);
+}
+
+/// Reap and wait until no live descendant is left or `end` passes; whether none is left.
+fn wait_descendants_gone(end: Instant, status: &mut Option<i32>, child: i32) -> bool {
+    loop {
         let _ = reap(child, status);
-        std::thread::sleep(Duration::from_millis(10));
+        let left = descendants();
+        if left.is_empty() {
+            return true;
+        }
+        if Instant::now() >= end {
+            return false;
+        }
+        wait_any_exit(&left, end);
     }
+}
+
+/// Block until one of `pids` exits (its pidfd is readable) or `end` passes. Where pidfds are
+/// not to be had (before Linux 5.3), a 10 ms nap stands in.
+fn wait_any_exit(pids: &[i32], end: Instant) {
+    let fds: Vec<rustix::fd::OwnedFd> = pids
+        .iter()
+        .filter_map(|&p| rustix::process::Pid::from_raw(p))
+        .filter_map(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
+        .collect();
+    let left = end.saturating_duration_since(Instant::now());
+    if fds.is_empty() {
+        std::thread::sleep(left.min(Duration::from_millis(10)));
+        return;
+    }
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN))
+        .collect();
+    let timeout = rustix::event::Timespec {
+        tv_sec: left.as_secs() as i64,
+        tv_nsec: i64::from(left.subsec_nanos()),
+    };
+    let _ = poll(&mut polled, Some(&timeout));
 }
 
 /// Send `sig` to every live descendant; how many there were.

@@ -24,7 +24,6 @@ use crate::task::TaskError;
 use agent::AgentEnd;
 use progress::Progress;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// Why a run could not go on (not a stop for a human: those are [`Outcome::Stopped`]).
@@ -104,48 +103,58 @@ impl Run<'_> {
     }
 }
 
-/// A counting semaphore: the number of agent processes running at once.
+/// A counting semaphore: the number of agent processes running at once. Its tokens are bytes
+/// in a pipe (as make's jobserver keeps them), so a waiter sleeps in `poll(2)` on the pipe and
+/// on the signal policy's wake pipe together: a freed slot or Ctrl-C wakes it at once.
 pub struct Slots {
-    free: Mutex<usize>,
-    freed: Condvar,
+    take: rustix::fd::OwnedFd,
+    give: rustix::fd::OwnedFd,
 }
 
 /// Holds one slot until dropped.
 pub struct Slot<'a>(&'a Slots);
 
 impl Slots {
-    pub fn new(n: usize) -> Self {
-        Slots {
-            free: Mutex::new(n.max(1)),
-            freed: Condvar::new(),
+    pub fn new(n: usize) -> std::io::Result<Self> {
+        use rustix::pipe::{PipeFlags, pipe_with};
+        let (take, give) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+        // A pipe holds 64 KiB at least: more slots than that would never all be used.
+        let tokens = vec![b'+'; n.clamp(1, 65_536)];
+        let mut given = 0;
+        while given < tokens.len() {
+            given += rustix::io::write(&give, &tokens[given..])?;
         }
+        Ok(Slots { take, give })
     }
 
     /// Wait for a free slot. After Ctrl-C it stops waiting, so the caller's agent starts and is
     /// stopped at once, and the run winds down.
     pub fn acquire<'a>(&'a self, cancel: &AtomicBool) -> Option<Slot<'a>> {
-        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        use rustix::fd::AsFd;
+        let cancel_wakes = crate::process::signals::is_policy_flag(cancel);
         loop {
-            if *free > 0 {
-                *free -= 1;
+            let mut token = [0u8; 1];
+            if matches!(rustix::io::read(&self.take, &mut token), Ok(1)) {
                 return Some(Slot(self));
             }
             if cancel.load(std::sync::atomic::Ordering::SeqCst) {
                 return None;
             }
-            free = self
-                .freed
-                .wait_timeout(free, Duration::from_millis(50))
-                .map(|(g, _)| g)
-                .unwrap_or_else(|e| e.into_inner().0);
+            // Several waiters may wake for one token: the others wait again.
+            let _ = crate::process::group::wait_any_readable(
+                &[self.take.as_fd()],
+                cancel,
+                cancel_wakes,
+                None,
+            );
         }
     }
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-        self.0.freed.notify_one();
+        // Never blocks: at most as many tokens come back as were taken.
+        let _ = rustix::io::write(&self.0.give, b"+");
     }
 }
 
@@ -189,4 +198,37 @@ pub enum Outcome {
     Stepped {
         task: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Slots;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// Two slots: a third taker waits until one is given back, and is handed it then; a taker
+    /// with the cancel flag set gets none.
+    #[test]
+    fn slots_hand_a_freed_token_to_a_waiter_and_refuse_after_cancel() {
+        let slots = Slots::new(2).unwrap();
+        let go_on = AtomicBool::new(false);
+        let a = slots.acquire(&go_on).unwrap();
+        let _b = slots.acquire(&go_on).unwrap();
+        let _c = std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let start = Instant::now();
+                let slot = slots.acquire(&go_on);
+                (slot, start.elapsed())
+            });
+            std::thread::sleep(Duration::from_millis(200));
+            drop(a);
+            let (slot, waited) = waiter.join().unwrap();
+            assert!(slot.is_some());
+            assert!(waited >= Duration::from_millis(150), "{waited:?}");
+            slot
+        });
+        let stop = AtomicBool::new(false);
+        stop.store(true, Ordering::SeqCst);
+        assert!(slots.acquire(&stop).is_none(), "both slots are taken");
+    }
 }

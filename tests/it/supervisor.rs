@@ -324,3 +324,37 @@ fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
         "the watchdog blocked {switches} times in 2 s"
     );
 }
+
+/// The watchdog's own stop of a leftover waits on the kernel as well: a daemonized descendant
+/// that ignores SIGTERM keeps it waiting for the whole kill grace, and in that time it blocks
+/// a handful of times, where a 10 ms nap between looks would block about 80 times in 0.8 s.
+#[test]
+fn the_watchdog_waits_for_leftovers_without_a_tick() {
+    let p = Project::new();
+    p.write(
+        "agent.sh",
+        "cat >/dev/null\n\
+         (setsid sh -c 'trap \"\" TERM; touch \"$AUTOMATON_PROJECT/ready\"; sleep 0.8; \
+           w=$(cut -d\" \" -f4 /proc/$$/stat); \
+           grep ^voluntary_ctxt_switches /proc/$w/status > \"$AUTOMATON_PROJECT/watchdog.ctx\"; \
+           exec sleep 30' </dev/null >/dev/null 2>&1 &)\n\
+         while [ ! -f \"$AUTOMATON_PROJECT/ready\" ]; do sleep 0.01; done\n\
+         echo done > \"$AUTOMATON_ARTIFACT\"\n",
+    );
+    let agent = format!("sh {}", p.join("agent.sh").display());
+    p.orchestrate_cmd()
+        .env("AUTOMATON_KILL_GRACE", "3s")
+        .args(["--step", "--agent", &agent, "leave a daemon behind"])
+        .assert()
+        .code(25);
+    let switches: u64 = p
+        .read("watchdog.ctx")
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(
+        switches < 20,
+        "the watchdog blocked {switches} times while it waited for a leftover"
+    );
+}
