@@ -126,11 +126,14 @@ pub fn write_recycling(path: &Path, bytes: &[u8], durability: Durability) -> io:
 }
 
 fn write_recycling_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
     let spare = spare_of(path)?;
-    let Ok(mut f) = fs::OpenOptions::new()
+    // Not truncated on open: emptying a file that had blocks frees them (and ext4 then
+    // flushes it at close); overwriting in place and cutting the tail frees nothing.
+    let Ok(f) = fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
+        .truncate(false)
         .mode(0o644)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&spare)
@@ -138,7 +141,10 @@ fn write_recycling_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()
         // Not a file of ours to reuse (a link, say): the plain atomic write.
         return write_atomic_inner(path, bytes, sync);
     };
-    f.write_all(bytes)?;
+    f.write_all_at(bytes, 0)?;
+    if f.metadata()?.len() > bytes.len() as u64 {
+        f.set_len(bytes.len() as u64)?;
+    }
     if sync {
         f.sync_all()?;
     }

@@ -71,23 +71,45 @@ pub struct Request<'a> {
     pub control: BorrowedFd<'a>,
 }
 
+/// Why the server did not fork a watchdog.
+#[derive(Debug)]
+pub enum Refused {
+    /// The request never reached it, or it answered that it could not fork: nothing holds the
+    /// request's descriptors, so the caller may execute the watchdog with them instead.
+    Declined(io::Error),
+    /// The request was sent but no answer came: a watchdog may hold its descriptors (its
+    /// control pipe keeps it from starting the agent), so they must not be used again.
+    Lost(io::Error),
+}
+
+/// How long an answer may take: the server forks at once, so only a stuck one is this slow.
+const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+
 /// Have the server (started by executing `exe` the first time) fork a watchdog for `req`.
-/// An error means the caller should execute the watchdog itself.
-pub fn fork_watchdog(exe: &Path, req: &Request<'_>) -> io::Result<Forked> {
+pub fn fork_watchdog(exe: &Path, req: &Request<'_>) -> Result<Forked, Refused> {
+    let off = || Refused::Declined(io::Error::other("the fork server is off"));
     if OFF.load(Ordering::Relaxed) {
-        return Err(io::Error::other("the fork server is off"));
+        return Err(off());
     }
     let mut client = CLIENT.lock().unwrap_or_else(|e| e.into_inner());
-    let outcome = (|| {
-        if client.is_none() {
-            *client = Some(start(exe)?);
+    if OFF.load(Ordering::Relaxed) {
+        return Err(off());
+    }
+    if client.is_none() {
+        match start(exe) {
+            Ok(sock) => *client = Some(sock),
+            Err(e) => {
+                OFF.store(true, Ordering::Relaxed);
+                return Err(Refused::Declined(e));
+            }
         }
-        let sock = client.as_ref().expect("started above");
-        send_request(sock.as_fd(), req)
-    })();
-    if outcome.is_err() {
+    }
+    let sock = client.as_ref().expect("started above");
+    let outcome = send_request(sock.as_fd(), req);
+    if let Err(Refused::Lost(_)) = &outcome {
+        // The connection is broken: no new requests. The socket stays open, so a server
+        // that still runs goes on reaping (and reporting) the watchdogs it forked.
         OFF.store(true, Ordering::Relaxed);
-        *client = None;
     }
     outcome
 }
@@ -123,9 +145,10 @@ fn start(exe: &Path) -> io::Result<OwnedFd> {
     Ok(ours)
 }
 
-fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> io::Result<Forked> {
+fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> Result<Forked, Refused> {
     use rustix::pipe::{PipeFlags, pipe_with};
-    let (status, status_w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+    let (status, status_w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
+        .map_err(|e| Refused::Declined(e.into()))?;
     let mut payload = Vec::with_capacity(4096);
     for field in [
         OsStr::new(&req.grace.as_millis().to_string()),
@@ -142,38 +165,61 @@ fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> io::Result<Forked> {
         payload.push(0);
     }
     if payload.len() > MAX_REQUEST {
-        return Err(io::Error::other(
+        return Err(Refused::Declined(io::Error::other(
             "the agent's environment is too large to send",
-        ));
+        )));
     }
     let [stdin, stdout, stderr] = req.stdio;
     let fds = [stdin, stdout, stderr, req.control, status_w.as_fd()];
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     control.push(SendAncillaryMessage::ScmRights(&fds));
-    rustix::net::sendmsg(
+    match rustix::net::sendmsg(
         sock,
         &[IoSlice::new(&payload)],
         &mut control,
         SendFlags::NOSIGNAL,
-    )?;
+    ) {
+        Ok(_) => {}
+        // Too big for the socket: this request only.
+        Err(rustix::io::Errno::MSGSIZE) => {
+            return Err(Refused::Declined(rustix::io::Errno::MSGSIZE.into()));
+        }
+        // A dead server: no watchdog was forked, but none will be.
+        Err(e) => {
+            OFF.store(true, Ordering::Relaxed);
+            return Err(Refused::Declined(e.into()));
+        }
+    }
     drop(status_w);
+    let lost = |why: &str| Refused::Lost(io::Error::other(format!("the fork server {why}")));
+    let mut fds = [PollFd::from_borrowed_fd(sock, PollFlags::IN)];
+    let timeout = rustix::event::Timespec {
+        tv_sec: ANSWER_WITHIN.as_secs() as i64,
+        tv_nsec: 0,
+    };
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(n) if n > 0 => {}
+        _ => return Err(lost("did not answer")),
+    }
     let mut reply = [0u8; 4];
     let n = loop {
         match rustix::io::read(sock, &mut reply) {
             Err(rustix::io::Errno::INTR) => continue,
-            other => break other?,
+            Ok(n) => break n,
+            Err(_) => return Err(lost("could not be read")),
         }
     };
     if n != 4 {
-        return Err(io::Error::other("the fork server closed its socket"));
+        return Err(lost("closed its socket"));
     }
     match i32::from_le_bytes(reply) {
         pid if pid > 0 => Ok(Forked {
             pid: pid as u32,
             status,
         }),
-        errno => Err(io::Error::from_raw_os_error(-errno)),
+        // It could not fork (or gave up on the child it forked): nothing holds our descriptors.
+        errno => Err(Refused::Declined(io::Error::from_raw_os_error(-errno))),
     }
 }
 
@@ -274,52 +320,42 @@ fn fork_one(
     let command = std::str::from_utf8(fields.next().ok_or_else(invalid)?).map_err(|_| invalid())?;
     let env: Vec<(OsString, OsString)> = fields
         .filter_map(|kv| {
-            let eq = kv.iter().position(|b| *b == b'=')?;
+            // `set_var` refuses an empty name; the name ends at the first `=`.
+            let eq = kv.iter().position(|b| *b == b'=').filter(|eq| *eq > 0)?;
             Some((
                 OsStr::from_bytes(&kv[..eq]).to_owned(),
                 OsStr::from_bytes(&kv[eq + 1..]).to_owned(),
             ))
         })
         .collect();
+    // A folder that is not there is refused here, so the caller's own start reports it as
+    // before, rather than a watchdog that exits 127.
+    if !Path::new(cwd).is_dir() {
+        return Err(io::Error::from_raw_os_error(libc::ENOENT));
+    }
     // SAFETY: the server is single-threaded, so the child may run any code after fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
-        // The watchdog. Nothing of the server's may stay open in it: another agent's status
-        // pipe held here would hide the server's death from automaton.
-        running.clear();
-        drop(status);
-        // SAFETY: fd numbers of our own socket; the process is single-threaded.
-        unsafe {
-            libc::close(std::os::fd::AsRawFd::as_raw_fd(sock));
-            libc::setpgid(0, 0);
-        }
-        let stdio_ok = rustix::stdio::dup2_stdin(&stdin).is_ok()
-            && rustix::stdio::dup2_stdout(&stdout).is_ok()
-            && rustix::stdio::dup2_stderr(&stderr).is_ok();
-        drop((stdin, stdout, stderr));
-        if !stdio_ok {
-            std::process::exit(127);
-        }
-        if let Err(e) = std::env::set_current_dir(cwd) {
-            eprintln!("automaton: cannot enter {}: {e}", Path::new(cwd).display());
-            std::process::exit(127);
-        }
-        // The agent's environment becomes the watchdog's own, so the agent inherits it: a
-        // `Command` given an environment with PATH would fork rather than take posix_spawn.
-        for (k, _) in std::env::vars_os() {
-            // SAFETY: the forked watchdog is single-threaded.
-            unsafe { std::env::remove_var(k) };
-        }
-        for (k, v) in &env {
-            // SAFETY: as above.
-            unsafe { std::env::set_var(k, v) };
-        }
-        let grace = Duration::from_millis(grace);
-        let status = super::shim::watch(grace, control.as_fd(), command);
-        std::process::exit(super::shim::exit_like(status));
+        // The watchdog never returns into the server's code, not even by a panic.
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            be_watchdog(
+                [stdin, stdout, stderr],
+                control,
+                status,
+                sock,
+                running,
+                cwd,
+                command,
+                &env,
+                grace,
+            )
+        }))
+        .unwrap_or(127);
+        // SAFETY: ends this forked process without running the server's destructors.
+        unsafe { libc::_exit(code) }
     }
     // Either side may set the group first; both set the same one.
     // SAFETY: setpgid on our own child.
@@ -347,4 +383,53 @@ fn fork_one(
             Err(e)
         }
     }
+}
+
+/// The forked child's life: let go of everything of the server's, take on the agent's stdio,
+/// folder and environment, and watch it; the exit code.
+#[allow(clippy::too_many_arguments)]
+fn be_watchdog(
+    [stdin, stdout, stderr]: [OwnedFd; 3],
+    control: OwnedFd,
+    status: OwnedFd,
+    sock: &OwnedFd,
+    running: &mut Vec<Watched>,
+    cwd: &OsStr,
+    command: &str,
+    env: &[(OsString, OsString)],
+    grace: u64,
+) -> i32 {
+    // Nothing of the server's may stay open here: another agent's status pipe held by this
+    // process would hide the server's death from automaton.
+    running.clear();
+    drop(status);
+    // SAFETY: the fd number of the server's socket, closed in this process only (which never
+    // returns to the code that owns it); setpgid on ourselves.
+    unsafe {
+        libc::close(std::os::fd::AsRawFd::as_raw_fd(sock));
+        libc::setpgid(0, 0);
+    }
+    let stdio_ok = rustix::stdio::dup2_stdin(&stdin).is_ok()
+        && rustix::stdio::dup2_stdout(&stdout).is_ok()
+        && rustix::stdio::dup2_stderr(&stderr).is_ok();
+    drop((stdin, stdout, stderr));
+    if !stdio_ok {
+        return 127;
+    }
+    if let Err(e) = std::env::set_current_dir(cwd) {
+        eprintln!("automaton: cannot enter {}: {e}", Path::new(cwd).display());
+        return 127;
+    }
+    // The agent's environment becomes the watchdog's own, so the agent inherits it: a
+    // `Command` given an environment with PATH would fork rather than take posix_spawn.
+    for (k, _) in std::env::vars_os() {
+        // SAFETY: the forked watchdog is single-threaded.
+        unsafe { std::env::remove_var(k) };
+    }
+    for (k, v) in env {
+        // SAFETY: as above.
+        unsafe { std::env::set_var(k, v) };
+    }
+    let status = super::shim::watch(Duration::from_millis(grace), control.as_fd(), command);
+    super::shim::exit_like(status)
 }

@@ -1153,9 +1153,6 @@ fn run_waves(
             let Ok((name, out)) = rx.recv() else { break };
             running.retain(|r| *r != name);
             let child_rel = format!("{parent_rel}/subtasks/{name}");
-            if !tree.reload(project, &child_rel, &run.config, false) {
-                tree = TaskTree::load_states(project, parent_rel, &run.config);
-            }
             match out {
                 Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
                     run_stop.get_or_insert(stopped(kind, reason));
@@ -1201,6 +1198,10 @@ fn run_waves(
                         held.push((name, StopKind::NeedsHuman, reason));
                     }
                 }
+            }
+            // Read once its end is recorded (an error's `.stop` included).
+            if !tree.reload(project, &child_rel, &run.config, false) {
+                tree = TaskTree::load_states(project, parent_rel, &run.config);
             }
         }
         if run_stop.is_none()

@@ -33,7 +33,19 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
         }
         super::phase::stop_leftover_agent(run, &node.rel, &logs)?;
         remove_temp_files(&node.dir);
-        if let Some(artifact) = read_incomplete(&node.dir)? {
+        // A marker that names nothing (emptied by a power cut before its fsync, which is
+        // done while the agent starts, so before the agent could write anything lasting) is
+        // cleared with a warning.
+        let marked = match read_incomplete(&node.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                run.progress
+                    .line(&format!("warning: {e}; cleared (nothing was set aside)"));
+                clear_incomplete(&node.dir)?;
+                None
+            }
+            other => other?,
+        };
+        if let Some(artifact) = marked {
             let name = artifact.file_name();
             let from = node.dir.join(name);
             if from.exists() {

@@ -212,7 +212,8 @@ fn f5_daemonized_descendant_is_stopped_with_its_phase() {
     let p = project();
     let dpid = p.join("daemon.pid");
     let daemon = format!(
-        "[ -f {d} ] || (setsid sh -c 'echo $$ > {d}; exec sleep 300' </dev/null >/dev/null 2>&1 &);",
+        "[ -f {d} ] || {{ (setsid sh -c 'echo $$ > {d}.t && mv {d}.t {d}; exec sleep 300' </dev/null >/dev/null 2>&1 &); \
+         while [ ! -f {d} ]; do sleep 0.01; done; }};",
         d = dpid.display()
     );
     p.orchestrate_cmd()
@@ -762,4 +763,33 @@ fn parsers_are_linear_in_their_input() {
         took[0],
         took[1]
     );
+}
+
+/// A `.incomplete` that names nothing (a power cut emptied it before its fsync, which runs
+/// while the agent starts) is cleared with a warning; nothing is set aside, and the run goes on.
+#[test]
+fn an_empty_incomplete_marker_is_cleared_with_a_warning() {
+    let p = project();
+    p.write("tasks/t/TASK.md", "# Task\n\nMarked.\n");
+    p.write("tasks/t/SPEC.md", "# Spec\n\nKept.\n");
+    p.write("tasks/t/.incomplete", "");
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", &writer_agent(""), "--task", "tasks/t"])
+        .assert()
+        .code(0)
+        .get_output()
+        .clone();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        all.contains(".incomplete") && all.contains("cleared"),
+        "{all}"
+    );
+    assert_eq!(p.read("tasks/t/SPEC.md"), "# Spec\n\nKept.\n");
+    assert!(!p.join("tasks/t/logs/incomplete").exists());
+    assert!(!p.join("tasks/t/.incomplete").exists());
 }

@@ -18,6 +18,7 @@ pub mod slurm;
 pub mod tmux;
 
 use super::agent::AgentSpec;
+use crate::process::zygote::Refused;
 use crate::process::{Event, Group, Leader, Leftover, Options, Output};
 use std::ffi::OsString;
 use std::io;
@@ -120,8 +121,12 @@ impl Executor for Local {
                 stdio: [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()],
                 control: read.as_fd(),
             };
-            if let Ok(forked) = crate::process::zygote::fork_watchdog(exe, &request) {
-                return Ok(Leader::Forked(forked, None));
+            match crate::process::zygote::fork_watchdog(exe, &request) {
+                Ok(forked) => return Ok(Leader::Forked(forked, None)),
+                Err(Refused::Declined(_)) => {}
+                // A watchdog may hold these pipes: this start fails (dropping `go` lets such
+                // a watchdog go without starting the agent).
+                Err(Refused::Lost(e)) => return Err(e),
             }
             let [stdin, stdout, stderr] = stdio;
             let mut cmd = Command::new(exe);
