@@ -12,6 +12,9 @@
 //!   a cancel flag that is not the signal policy's (callers that pass their own `AtomicBool`).
 //! - One signal policy for automaton itself ([`signals`]): SIGINT, SIGTERM and SIGHUP stop
 //!   every child group alike; a second signal kills them at once and exits with 130.
+//! - Every agent runs under a watchdog ([`shim`]) that leads its group and outlives automaton
+//!   only long enough to stop it; watchdogs are forked by one small fork server per run
+//!   ([`zygote`]) rather than executed, and executed when the server cannot serve.
 
 pub mod group;
 pub mod shim;
