@@ -213,7 +213,8 @@ impl Plumbing {
 pub struct Group<'a> {
     leader: Leader,
     pgid: Pid,
-    /// Readable once the leader exited: its pidfd, or a pipe a waiter thread writes to.
+    /// Readable once the leader exited: its pidfd, a pipe a waiter thread writes to, or (a
+    /// forked leader) its status pipe.
     exit_fd: OwnedFd,
     /// stdout and stderr (`Output::Capture`), or the one pipe teed into the log (`Output::Log`).
     captures: Vec<Capture>,
