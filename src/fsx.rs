@@ -79,10 +79,7 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> i
 }
 
 fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = folder_of(path);
     // Keep the mode of the file replaced; a new file is readable by all (0644), as a shell's
     // `>` would make it under the usual umask (tempfile alone would make it 0600).
     let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
@@ -158,8 +155,8 @@ fn write_recycling_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()
         }
         Err(e) => return Err(e.into()),
     }
-    if sync && let Some(dir) = path.parent() {
-        let _ = fs::File::open(dir).and_then(|d| d.sync_all());
+    if sync {
+        let _ = fs::File::open(folder_of(path)).and_then(|d| d.sync_all());
     }
     Ok(())
 }
@@ -186,17 +183,22 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 }
 
 /// Make a file already written by rename durable: fsync it, then its folder (the rename).
-/// For a file whose fsync may wait until something else has started (see
-/// [`crate::run::agent::AgentSpec::sync_after_start`]).
+/// For a file whose fsync may wait until something else has started (the runner's
+/// `.incomplete`, fsynced while its agent starts).
 pub fn sync_written(path: &Path) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = folder_of(path);
     fs::File::open(path)
         .and_then(|f| f.sync_all())
         .and_then(|()| fs::File::open(dir)?.sync_all())
         .map_err(|e| io::Error::new(e.kind(), format!("cannot sync {}: {e}", path.display())))
+}
+
+/// The folder a file is in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// Append `line` (no newline of its own) to a JSON-lines style file as one `write`, so a
@@ -241,10 +243,7 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     if fs::symlink_metadata(path).is_ok() {
         return Ok(false);
     }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
+    let dir = folder_of(path);
     fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)

@@ -104,13 +104,16 @@ fn set_aside(logs: &Path, name: &str) -> std::io::Result<PathBuf> {
 }
 
 /// Remove `.automaton-tmp-*` files an interrupted atomic write left (nothing else writes this
-/// folder while the project lock is held and the task's agent is stopped).
+/// folder while the project lock is held and the task's agent is stopped). Spares of
+/// [`crate::fsx::write_recycling`] stay: they are reused, and overwritten whole before use.
 fn remove_temp_files(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        if e.file_name().to_str().is_some_and(crate::fsx::is_temp_name)
+        if e.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(crate::fsx::TEMP_PREFIX))
             && e.file_type().is_ok_and(|t| t.is_file())
         {
             let _ = std::fs::remove_file(e.path());

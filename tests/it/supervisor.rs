@@ -313,12 +313,7 @@ fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
         "{}",
         p.read("grandparent")
     );
-    let switches: u64 = p
-        .read("parent.ctx")
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap();
+    let switches = voluntary_switches(&p.read("parent.ctx"));
     assert!(
         switches < 20,
         "the watchdog blocked {switches} times in 2 s"
@@ -347,14 +342,17 @@ fn the_watchdog_waits_for_leftovers_without_a_tick() {
         .args(["--step", "--agent", &agent, "leave a daemon behind"])
         .assert()
         .code(25);
-    let switches: u64 = p
-        .read("watchdog.ctx")
-        .split_whitespace()
-        .nth(1)
-        .and_then(|n| n.parse().ok())
-        .unwrap();
+    let switches = voluntary_switches(&p.read("watchdog.ctx"));
     assert!(
         switches < 20,
         "the watchdog blocked {switches} times while it waited for a leftover"
     );
+}
+
+/// The count of a `voluntary_ctxt_switches:` line of `/proc/<pid>/status`.
+fn voluntary_switches(line: &str) -> u64 {
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a voluntary_ctxt_switches line: {line:?}"))
 }
