@@ -598,14 +598,25 @@ pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
     )
 }
 
-/// The start time of a process, in clock ticks since boot (this process's own is read once).
+/// The start time of a process, in clock ticks since boot (this process's own is read once;
+/// a forked child, whose pid differs from the one cached, reads its own).
 pub fn start_time(pid: u32) -> Option<u64> {
-    static MINE: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    static MINE: std::sync::OnceLock<(u32, Option<u64>)> = std::sync::OnceLock::new();
     let read = || stat_fields(&pid.to_string())?.get(19)?.parse().ok();
     if pid == std::process::id() {
-        return *MINE.get_or_init(read);
+        let (cached_pid, start) = *MINE.get_or_init(|| (pid, read()));
+        if cached_pid == pid {
+            return start;
+        }
     }
     read()
+}
+
+/// This automaton's pid and start time: the tail of every pid-file record, so that a later
+/// run stops an agent only once the automaton that ran it is gone.
+pub fn owner_record() -> String {
+    let me = std::process::id();
+    format!("{me} {}", start_time(me).unwrap_or_default())
 }
 
 /// `/proc/<pid>/stat` (a stat line is well under 4 KiB; `fsx::read_prefix` reads it in one

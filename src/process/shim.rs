@@ -2,10 +2,11 @@
 //! fork of the [`super::zygote`] fork server, or this binary re-executed with [`SHIM_ARG`]),
 //! not by the agent itself.
 //!
-//! - **Recorded before it can act.** The shim reads one byte from its control pipe (the
-//!   descriptor its `<control-fd>` argument names) before it starts the agent; automaton
+//! - **Recorded before it can act.** An executed shim reads one byte from its control pipe
+//!   (the descriptor its `<control-fd>` argument names) before it starts the agent; automaton
 //!   writes it only once the shim's pid and start time are in `logs/agent.pid`. If automaton
-//!   dies first, the shim reads end of file and exits without ever starting the agent.
+//!   dies first, the shim reads end of file and exits without ever starting the agent. One
+//!   forked by the [`super::zygote`] writes its line itself, then starts at once.
 //! - **Stopped when automaton dies.** The shim keeps polling that pipe: end of file means
 //!   automaton is gone (even by SIGKILL, which no handler sees), and the shim stops every
 //!   descendant (TERM, grace, KILL) and exits. Unlike `PR_SET_PDEATHSIG` this does not depend on
@@ -80,27 +81,40 @@ pub fn main(args: &[String]) -> i32 {
     let grace = Duration::from_millis(grace.parse().unwrap_or(2000));
     // SAFETY: `control_fd` is the control pipe automaton handed down; borrowed, never closed.
     let control = unsafe { BorrowedFd::borrow_raw(control_fd) };
-    exit_like(watch(grace, control, command))
+    exit_like(watch(grace, control, Start::AtGoByte, command))
+}
+
+/// When the watchdog starts the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Once automaton, having recorded the watchdog in the pid file, writes the go byte.
+    AtGoByte,
+    /// At once: the watchdog recorded itself. Unless automaton is already gone.
+    Now,
 }
 
 /// Be the watchdog of `command` (started with this process's environment), in this process;
 /// the agent's wait status, or one made up for an end of the shim's own (`NEVER_STARTED`,
 /// 137: automaton died, 127: the agent could not start). Used by the re-executed shim
 /// ([`main`]) and by one forked from the [`super::zygote`].
-pub fn watch(grace: Duration, control: BorrowedFd<'_>, command: &str) -> i32 {
+pub fn watch(grace: Duration, control: BorrowedFd<'_>, start: Start, command: &str) -> i32 {
     let exited = |code: i32| code << 8;
     // SAFETY: prctl with integer arguments only changes this process's own attributes.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     }
     let mut go = [0u8; 1];
-    loop {
-        match rustix::io::read(control, &mut go) {
-            Ok(1) => break,
-            Err(rustix::io::Errno::INTR) => continue,
-            // Automaton died before it recorded us: the agent never runs.
-            _ => return exited(NEVER_STARTED),
-        }
+    match start {
+        Start::AtGoByte => loop {
+            match rustix::io::read(control, &mut go) {
+                Ok(1) => break,
+                Err(rustix::io::Errno::INTR) => continue,
+                // Automaton died before it recorded us: the agent never runs.
+                _ => return exited(NEVER_STARTED),
+            }
+        },
+        Start::Now if control_closed(control) => return exited(NEVER_STARTED),
+        Start::Now => {}
     }
     let _ = rustix::io::fcntl_setfd(control, rustix::io::FdFlags::CLOEXEC);
     // Every event the shim acts on comes from the kernel: a child exited (SIGCHLD), a stop

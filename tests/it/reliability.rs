@@ -110,23 +110,26 @@ fn writer_agent(extra: &str) -> String {
 }
 
 /// Finding 2: when an agent first runs, the pid file already names it (its group leader),
-/// so a kill at any moment leaves nothing untracked.
+/// so a kill at any moment leaves nothing untracked; and names the automaton that runs it
+/// (not the fork server that forked its watchdog), so a rerun never stops a running agent.
 #[test]
 fn f2_agent_is_recorded_before_it_runs() {
     let p = project();
     let track = p.join("track.log");
     let check = format!(
-        "read first rest < \"$AUTOMATON_TASK_DIR/logs/agent.pid\" 2>/dev/null; \
-         if [ \"$first\" = \"$$\" ] || [ \"$first\" = \"$PPID\" ]; then echo tracked; else echo UNTRACKED; fi >> {};",
-        track.display()
+        "read first start owner rest < \"$AUTOMATON_TASK_DIR/logs/agent.pid\" 2>/dev/null; \
+         if [ \"$first\" = \"$$\" ] || [ \"$first\" = \"$PPID\" ]; then echo tracked; else echo UNTRACKED; fi >> {t}; \
+         if tr '\\0' ' ' < /proc/$owner/cmdline | grep -q ' orchestrate '; then echo owned; else echo UNOWNED; fi >> {t};",
+        t = track.display()
     );
     p.orchestrate_cmd()
         .args(["--agent", &writer_agent(&check), "record me"])
         .assert()
         .code(0);
     let log = std::fs::read_to_string(&track).unwrap();
-    assert!(log.lines().count() >= 5, "{log}");
+    assert!(log.lines().count() >= 10, "{log}");
     assert!(!log.contains("UNTRACKED"), "{log}");
+    assert!(!log.contains("UNOWNED"), "{log}");
 }
 
 /// Finding 5: an agent whose automaton was killed with SIGKILL is stopped by its watchdog

@@ -75,6 +75,11 @@ pub trait Running {
     fn release(&mut self) -> io::Result<()> {
         Ok(())
     }
+    /// Whether the pid file already holds the record, written by the watchdog itself before
+    /// it started the agent (one forked by [`crate::process::zygote`]): nothing to write.
+    fn recorded_itself(&self) -> bool {
+        false
+    }
 }
 
 /// Today's runner: a child of automaton in its own process group.
@@ -107,12 +112,16 @@ impl Executor for Local {
             return Ok(Box::new(Gated {
                 group: Group::spawn(cmd, opts)?,
                 go: None,
+                recorded_itself: false,
             }));
         };
         let (read, go) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        let mut recorded_itself = false;
         let group = Group::spawn_with(opts, |stdio| {
             // Forked by the fork server when it runs; else this binary is executed again.
             let env = agent_env(spec);
+            let pid_file = std::path::absolute(spec.pid_file.expect("checked above"))?;
+            let owner = crate::process::group::owner_record();
             let request = crate::process::zygote::Request {
                 grace: spec.kill_grace,
                 cwd: spec.cwd,
@@ -120,9 +129,14 @@ impl Executor for Local {
                 env: &env,
                 stdio: [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()],
                 control: read.as_fd(),
+                pid_file: &pid_file,
+                owner: &owner,
             };
             match crate::process::zygote::fork_watchdog(exe, &request) {
-                Ok(forked) => return Ok(Leader::Forked(forked, None)),
+                Ok(forked) => {
+                    recorded_itself = true;
+                    return Ok(Leader::Forked(forked, None));
+                }
                 Err(Refused::Declined(_)) => {}
                 // A watchdog may hold these pipes: this start fails (dropping `go` lets such
                 // a watchdog go without starting the agent).
@@ -144,8 +158,11 @@ impl Executor for Local {
         })?;
         // Only the watchdog keeps the read end.
         drop(read);
-        let go = Some(go);
-        Ok(Box::new(Gated { group, go }))
+        Ok(Box::new(Gated {
+            group,
+            go: Some(go),
+            recorded_itself,
+        }))
     }
 }
 
@@ -158,10 +175,14 @@ fn agent_env(spec: &AgentSpec<'_>) -> Vec<(OsString, OsString)> {
     env
 }
 
-/// A local agent, held by its watchdog until [`Running::release`].
+/// A local agent, held by its watchdog until [`Running::release`] (unless the watchdog
+/// recorded itself and started it at once).
 struct Gated<'a> {
     group: Group<'a>,
+    /// The control pipe's write end: kept open while the agent runs, its end of file tells
+    /// the watchdog that automaton died.
     go: Option<rustix::fd::OwnedFd>,
+    recorded_itself: bool,
 }
 
 impl Running for Gated<'_> {
@@ -187,12 +208,14 @@ impl Running for Gated<'_> {
         Running::leftovers(&self.group)
     }
     fn release(&mut self) -> io::Result<()> {
-        if let Some(go) = self.go.take() {
-            rustix::io::write(&go, b"g")?;
-            // Kept open: its end of file tells the watchdog that automaton died.
-            self.go = Some(go);
+        // A started watchdog reads anything in the pipe as automaton's end: no byte for it.
+        if let Some(go) = self.go.as_ref().filter(|_| !self.recorded_itself) {
+            rustix::io::write(go, b"g")?;
         }
         Ok(())
+    }
+    fn recorded_itself(&self) -> bool {
+        self.recorded_itself
     }
 }
 
@@ -204,9 +227,11 @@ impl Running for Group<'_> {
         // The agent's pid and start time, then this automaton's: a later run stops the agent
         // only when its automaton is gone.
         let start = crate::process::group::start_time(self.pid()).unwrap_or_default();
-        let me = std::process::id();
-        let my_start = crate::process::group::start_time(me).unwrap_or_default();
-        format!("{} {start} {me} {my_start}", self.pid())
+        format!(
+            "{} {start} {}",
+            self.pid(),
+            crate::process::group::owner_record()
+        )
     }
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
         Group::wait(self, deadline)
