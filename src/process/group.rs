@@ -116,8 +116,9 @@ impl Capture {
 pub enum Leader {
     /// Our own child.
     Child(Child),
-    /// A watchdog forked by the [`super::zygote`]: its status arrives on a pipe.
-    Forked(super::zygote::Forked, Option<ExitStatus>),
+    /// A watchdog forked by the [`super::zygote`]: its status arrives on a pipe, with whether
+    /// the watchdog reported it itself, having left nothing behind.
+    Forked(super::zygote::Forked, Option<(ExitStatus, bool)>),
 }
 
 impl Leader {
@@ -141,19 +142,30 @@ impl Leader {
         use std::os::unix::process::ExitStatusExt;
         match self {
             Leader::Child(c) => c.try_wait(),
-            Leader::Forked(_, Some(st)) => Ok(Some(*st)),
+            Leader::Forked(_, Some((st, _))) => Ok(Some(*st)),
             Leader::Forked(f, got) => {
-                let mut raw = [0u8; 4];
-                match rustix::io::read(&f.status, &mut raw) {
-                    Ok(4) => *got = Some(ExitStatus::from_raw(i32::from_le_bytes(raw))),
-                    // The server died before it could tell: report a kill.
-                    Ok(_) => *got = Some(ExitStatus::from_raw(libc::SIGKILL)),
+                let mut report = [0u8; 8];
+                match rustix::io::read(&f.status, &mut report) {
+                    Ok(8) => {
+                        let half = |h: &[u8]| <[u8; 4]>::try_from(h).expect("4 bytes");
+                        let by = u32::from_le_bytes(half(&report[..4]));
+                        let raw = i32::from_le_bytes(half(&report[4..]));
+                        *got = Some((ExitStatus::from_raw(raw), by == super::zygote::BY_WATCHDOG));
+                    }
+                    // Both died before either could tell: report a kill.
+                    Ok(_) => *got = Some((ExitStatus::from_raw(libc::SIGKILL), false)),
                     Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
                     Err(e) => return Err(e.into()),
                 }
-                Ok(*got)
+                Ok(got.map(|(st, _)| st))
             }
         }
+    }
+
+    /// Whether the leader, done, said that nothing of its group is left but itself (a forked
+    /// watchdog that reported its own end; it is reaped by the server, not by us).
+    fn left_nothing(&self) -> bool {
+        matches!(self, Leader::Forked(_, Some((_, true))))
     }
 
     fn wait(&mut self) -> io::Result<ExitStatus> {
@@ -340,8 +352,9 @@ impl<'a> Group<'a> {
     /// after the KILL are kept in [`Group::leftovers`].
     pub fn stop(&mut self) -> io::Result<ExitStatus> {
         let pgid = self.pgid;
-        // Fast path: the leader is reaped and nobody else is left.
-        if self.status.is_some() && !group_alive(pgid) {
+        // Fast path: the leader is reaped (or vouched that it is the last) and nobody else
+        // is left.
+        if self.status.is_some() && (self.leader.left_nothing() || !group_alive(pgid)) {
             return self.done();
         }
         let _ = rustix::process::kill_process_group(pgid, Signal::TERM);

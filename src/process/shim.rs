@@ -282,6 +282,13 @@ fn reap_all(child: i32, status: &mut Option<i32>) {
     }
 }
 
+/// Whether this process has no child left, and so no descendant either: as the subreaper it
+/// becomes the parent of every orphan below it. (Reaps a zombie child it finds.)
+pub fn no_child_left() -> bool {
+    // SAFETY: waitpid with WNOHANG and no status pointer only polls (or reaps a zombie).
+    unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) < 0 }
+}
+
 /// TERM every descendant, wait up to `grace` (reaping), then KILL what is left.
 fn stop_descendants(grace: Duration, status: &mut Option<i32>, child: i32) {
     // Every descendant is a child of ours or below one (we are their subreaper): with no

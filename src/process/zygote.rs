@@ -14,9 +14,14 @@
 //!   environment (NUL-separated) with five
 //!   descriptors (stdin, stdout, stderr, the control pipe's read end, a status pipe's write
 //!   end); the server answers with the watchdog's pid, or a negative errno.
-//! - **Exit status.** The watchdog is the server's child, not automaton's: the server reaps it
-//!   (watching its pidfd) and writes its raw wait status into the status pipe, so automaton
-//!   learns of the end only once the watchdog is gone from the process table.
+//! - **Exit status.** The watchdog writes its agent's wait status into the status pipe itself,
+//!   once nothing is left below it (no child: as the subreaper it would be the parent of any
+//!   descendant's orphan), so automaton goes on without waiting for the watchdog to be
+//!   reaped. The watchdog is the server's child, not automaton's: the server reaps it
+//!   (watching its pidfd) and writes that wait status too, which counts only when it comes
+//!   first (a killed watchdog, or one that left a process behind: automaton then stops and
+//!   waits for the group as for any other leader). Each report is one 8-byte write (atomic on
+//!   a pipe): who reports ([`BY_WATCHDOG`] or [`BY_SERVER`]), then the raw status.
 //! - **Lifetime.** The server exits when automaton's end of the socket closes (even by
 //!   SIGKILL); its watchdogs then see their control pipes close and stop their agents.
 //! - **Fallback.** Any failure to start or reach the server turns it off for the rest of the
@@ -51,9 +56,22 @@ const FDS: usize = 5;
 #[derive(Debug)]
 pub struct Forked {
     pub pid: u32,
-    /// Non-blocking read end: 4 bytes (the raw wait status) once the server reaped it; end of
-    /// file without them if the server died first.
+    /// Non-blocking read end: an 8-byte report (see the module's doc) once the watchdog is
+    /// done; end of file without one if the watchdog and the server both died first.
     pub status: OwnedFd,
+}
+
+/// The first half of a status report: from the watchdog, which left nothing behind.
+pub const BY_WATCHDOG: u32 = 1;
+/// The first half of a status report: from the server, which reaped the watchdog.
+pub const BY_SERVER: u32 = 0;
+
+/// One status report: who reports, then the raw wait status.
+pub fn report(by: u32, status: i32) -> [u8; 8] {
+    let mut bytes = [0u8; 8];
+    bytes[..4].copy_from_slice(&by.to_le_bytes());
+    bytes[4..].copy_from_slice(&status.to_le_bytes());
+    bytes
 }
 
 /// The running server's socket; `None` before the first agent.
@@ -304,7 +322,8 @@ fn reaped(w: &Watched) -> bool {
     if unsafe { libc::waitpid(w.pid, &mut st, libc::WNOHANG) } != w.pid {
         return false;
     }
-    let _ = rustix::io::write(&w.status, &st.to_le_bytes());
+    // Unread when the watchdog reported first; a closed pipe is no error (SIGPIPE is ignored).
+    let _ = rustix::io::write(&w.status, &report(BY_SERVER, st));
     true
 }
 
@@ -414,9 +433,8 @@ fn be_watchdog(
     (pid_file, owner): (&Path, &str),
 ) -> i32 {
     // Nothing of the server's may stay open here: another agent's status pipe held by this
-    // process would hide the server's death from automaton.
+    // process would hide the server's death from automaton. Its own it keeps, to report.
     running.clear();
-    drop(status);
     // SAFETY: the fd number of the server's socket, closed in this process only (which never
     // returns to the code that owns it); setpgid on ourselves.
     unsafe {
@@ -463,11 +481,14 @@ fn be_watchdog(
         // SAFETY: as above.
         unsafe { std::env::set_var(k, v) };
     }
-    let status = super::shim::watch(
+    let waited = super::shim::watch(
         Duration::from_millis(grace),
         control.as_fd(),
         super::shim::Start::Now,
         command,
     );
-    super::shim::exit_like(status)
+    if super::shim::no_child_left() {
+        let _ = rustix::io::write(&status, &report(BY_WATCHDOG, waited));
+    }
+    super::shim::exit_like(waited)
 }
