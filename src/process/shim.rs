@@ -213,11 +213,21 @@ pub fn plain_words(command: &str) -> Option<Vec<&str>> {
 fn wake_pipe(stop: &std::sync::Arc<AtomicBool>) -> std::io::Result<rustix::fd::OwnedFd> {
     use rustix::pipe::{PipeFlags, pipe_with};
     let (read, write) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
-    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        signal_hook::flag::register(sig, std::sync::Arc::clone(stop))?;
-    }
+    // The handlers write to it for as long as this process lives.
+    let write = std::os::fd::IntoRawFd::into_raw_fd(write);
     for sig in [libc::SIGCHLD, libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        signal_hook::low_level::pipe::register(sig, write.try_clone()?)?;
+        let stop = std::sync::Arc::clone(stop);
+        let action = move || {
+            if sig != libc::SIGCHLD {
+                stop.store(true, Ordering::SeqCst);
+            }
+            // SAFETY: write(2) on a pipe this process keeps open; a full pipe already wakes.
+            unsafe { libc::write(write, b"!".as_ptr().cast(), 1) };
+        };
+        // SAFETY: the action only stores to an atomic and writes to a pipe, both
+        // async-signal-safe (one handler per signal: two system calls, where a flag and a
+        // pipe registered apart take a dozen).
+        unsafe { signal_hook::low_level::register(sig, action) }?;
     }
     Ok(read)
 }

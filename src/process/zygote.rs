@@ -349,15 +349,11 @@ fn fork_one(
     let command = std::str::from_utf8(fields.next().ok_or_else(invalid)?).map_err(|_| invalid())?;
     let pid_file = Path::new(OsStr::from_bytes(fields.next().ok_or_else(invalid)?));
     let owner = std::str::from_utf8(fields.next().ok_or_else(invalid)?).map_err(|_| invalid())?;
-    let env: Vec<(OsString, OsString)> = fields
-        .filter_map(|kv| {
-            // `set_var` refuses an empty name; the name ends at the first `=`.
-            let eq = kv.iter().position(|b| *b == b'=').filter(|eq| *eq > 0)?;
-            Some((
-                OsStr::from_bytes(&kv[..eq]).to_owned(),
-                OsStr::from_bytes(&kv[eq + 1..]).to_owned(),
-            ))
-        })
+    // The agent's environment as libc keeps one: each `NAME=value` is NUL-terminated in the
+    // request, which the forked child keeps (its copy) until it exits.
+    let env: Vec<*const libc::c_char> = fields
+        .map(|kv| kv.as_ptr().cast())
+        .chain(std::iter::once(std::ptr::null()))
         .collect();
     // A folder that is not there is refused here, so the caller's own start reports it as
     // before, rather than a watchdog that exits 127.
@@ -428,7 +424,7 @@ fn be_watchdog(
     running: &mut Vec<Watched>,
     cwd: &OsStr,
     command: &str,
-    env: &[(OsString, OsString)],
+    env: &[*const libc::c_char],
     grace: u64,
     (pid_file, owner): (&Path, &str),
 ) -> i32 {
@@ -471,16 +467,15 @@ fn be_watchdog(
         eprintln!("automaton: cannot enter {}: {e}", Path::new(cwd).display());
         return 127;
     }
-    // The agent's environment becomes the watchdog's own, so the agent inherits it: a
-    // `Command` given an environment with PATH would fork rather than take posix_spawn.
-    for (k, _) in std::env::vars_os() {
-        // SAFETY: the forked watchdog is single-threaded.
-        unsafe { std::env::remove_var(k) };
+    // The agent's environment becomes the watchdog's own, so the agent inherits it (a
+    // `Command` given an environment with PATH would fork rather than take posix_spawn), and
+    // PATH is looked up in it. Pointed to, not copied: nothing to allocate per variable.
+    unsafe extern "C" {
+        static mut environ: *const *const libc::c_char;
     }
-    for (k, v) in env {
-        // SAFETY: as above.
-        unsafe { std::env::set_var(k, v) };
-    }
+    // SAFETY: the forked watchdog is single-threaded; `env` is null-terminated and outlives
+    // this process's use of it (the process exits from `fork_one`'s frame that owns it).
+    unsafe { environ = env.as_ptr() };
     let waited = super::shim::watch(
         Duration::from_millis(grace),
         control.as_fd(),
