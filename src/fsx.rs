@@ -206,7 +206,6 @@ fn folder_of(path: &Path) -> &Path {
 /// (in the same write), so it stays a line of its own. Appending creates no inode and deletes
 /// none, unlike a rewrite by rename. `Durable` fsyncs the file (and its folder when new).
 pub fn append_line(path: &Path, line: &str, durability: Durability) -> io::Result<()> {
-    use std::io::{Seek, SeekFrom};
     let mut f = fs::OpenOptions::new()
         .create(true)
         .read(true)
@@ -216,8 +215,7 @@ pub fn append_line(path: &Path, line: &str, durability: Durability) -> io::Resul
     let len = f.metadata()?.len();
     if len > 0 {
         let mut last = [0u8; 1];
-        f.seek(SeekFrom::Start(len - 1))?;
-        f.read_exact(&mut last)?;
+        std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, len - 1)?;
         if last[0] != b'\n' {
             text.push('\n');
         }

@@ -79,6 +79,11 @@ pub trait Adapter: Send + Sync {
     /// Read what the agent printed during one phase (its stdout and stderr, interleaved).
     fn parse(&self, output: &str) -> PhaseReport;
 
+    /// Whether [`Adapter::parse`] finds anything at all: when not, the log is not read back.
+    fn reads_output(&self) -> bool {
+        true
+    }
+
     /// A short form of one output line for the live progress line (JSON streams are summarised).
     fn live_line(&self, line: &str) -> String {
         line.to_string()
@@ -155,6 +160,9 @@ pub const MAX_PARSE_BYTES: u64 = 16 * 1024 * 1024;
 /// be read gives a report that says so.
 pub fn parse_log(adapter: &dyn Adapter, log: &Path) -> PhaseReport {
     use std::io::{Read, Seek, SeekFrom};
+    if !adapter.reads_output() {
+        return PhaseReport::default();
+    }
     let read = || -> std::io::Result<String> {
         let mut f = crate::fsx::open_regular(log)?;
         let len = f.metadata()?.len();
@@ -176,11 +184,10 @@ pub fn parse_log(adapter: &dyn Adapter, log: &Path) -> PhaseReport {
     };
     match read() {
         Ok(text) => adapter.parse(&text),
-        Err(e) if adapter.name() != "command" => PhaseReport {
+        Err(e) => PhaseReport {
             error: Some(format!("cannot read {}: {e}", log.display())),
             ..PhaseReport::default()
         },
-        Err(_) => PhaseReport::default(),
     }
 }
 
@@ -266,6 +273,9 @@ impl Adapter for CommandAdapter {
     }
     fn parse(&self, _output: &str) -> PhaseReport {
         PhaseReport::default()
+    }
+    fn reads_output(&self) -> bool {
+        false
     }
 }
 

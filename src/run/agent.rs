@@ -186,8 +186,6 @@ pub fn run_agent_on(
     executor: &dyn Executor,
     job: &Job,
 ) -> io::Result<AgentOutcome> {
-    // Appended to: the log may hold an earlier attempt, whose output does not count.
-    drop(open_log(spec.log_path)?);
     let started = Instant::now();
     let mut group = executor.start(spec, job)?;
     let pid = group.id();
@@ -373,19 +371,22 @@ pub fn install_signal_handlers() -> io::Result<Arc<AtomicBool>> {
     process::signals::install()
 }
 
-/// Open the agent's log for appending; an error (EMFILE, a read-only or immutable folder)
-/// names the file.
+/// Open (create) the agent's log for appending: it may hold an earlier attempt, whose output
+/// does not count. Its folder is made when missing. An error (EMFILE, a read-only or
+/// immutable folder) names the file.
 pub(crate) fn open_log(path: &Path) -> io::Result<File> {
     let named =
         |e: io::Error| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()));
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        fs::create_dir_all(dir).map_err(named)?;
+    let open = || OpenOptions::new().create(true).append(true).open(path);
+    match open() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                fs::create_dir_all(dir).map_err(named)?;
+            }
+            open().map_err(named)
+        }
+        opened => opened.map_err(named),
     }
-    OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(named)
 }
 
 /// Reads the output as it comes: detects contract lines across read boundaries and keeps the

@@ -92,6 +92,8 @@ impl Executor for Slurm {
     }
 
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, job: &Job) -> io::Result<Box<dyn Running + 'a>> {
+        // The job appends to the log; it is read from here.
+        drop(super::super::agent::open_log(spec.log_path)?);
         if let Some(id) = job.reattach {
             // The job wrote this log from its start: read it all (CONTRACT_MET included).
             return Ok(Box::new(SlurmRun {
