@@ -107,7 +107,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
             Some(gate) => {
                 progress.event(
                     "jobs_auto",
-                    json!({"weights": gate.weights, "kv_bytes_per_token": gate.kv_per_token, "budget": gate.budget}),
+                    || json!({"weights": gate.weights, "kv_bytes_per_token": gate.kv_per_token, "budget": gate.budget}),
                     || format!(
                         "--jobs auto: sub-tasks start while the model's weights ({}) and their needs fit in {}",
                         crate::run::vram::gb(gate.weights),
@@ -134,12 +134,16 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
                 isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?;
             // Before anything runs: undo what a killed run left half-done in the worktrees.
             for wt in iso.reconcile().map_err(crate::run::RunError::from)? {
-                progress.event("worktree_reconciled", json!({"worktree": wt}), || {
-                    format!(
-                        "↻ {}: undid a git operation a killed run left unfinished",
-                        wt.display()
-                    )
-                });
+                progress.event(
+                    "worktree_reconciled",
+                    || json!({"worktree": wt}),
+                    || {
+                        format!(
+                            "↻ {}: undid a git operation a killed run left unfinished",
+                            wt.display()
+                        )
+                    },
+                );
             }
             Some(iso)
         }
@@ -200,7 +204,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let shown = crate::settings::value::redact(&agent_command);
     progress.event(
         "run_started",
-        json!({"task": rel, "agent": shown, "adapter": adapter.name()}),
+        || json!({"task": rel, "agent": shown, "adapter": adapter.name()}),
         || match adapter.name() {
             "command" => format!("automaton: driving {rel} with `{shown}`"),
             kind => format!("automaton: driving {rel} with {kind}: `{shown}`"),
@@ -274,7 +278,7 @@ fn finish(
         Ok(())
     };
     let summary_out = || -> super::Result<()> {
-        progress.event("summary", json!(summary), String::new);
+        progress.event("summary", || json!(summary), String::new);
         if human_out {
             out::println(summary.line()).or_else(out::closed_is_ok)?;
         }
@@ -284,7 +288,7 @@ fn finish(
         Outcome::Complete if summary.all_complete() => {
             print_task(true)?;
             summary_out()?;
-            progress.event("complete", json!({"task": rel}), String::new);
+            progress.event("complete", || json!({"task": rel}), String::new);
             if human_out {
                 out::println("ORCHESTRATION_COMPLETE").or_else(out::closed_is_ok)?;
             }
@@ -312,7 +316,7 @@ fn finish(
             summary_out()?;
             progress.event(
                 "stepped",
-                json!({"task": task, "exit_code": exit::WAITING}),
+                || json!({"task": task, "exit_code": exit::WAITING}),
                 String::new,
             );
             if human_out {
@@ -328,7 +332,7 @@ fn finish(
     let stop_event = || {
         progress.event(
             "stop",
-            json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
+            || json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
             String::new,
         )
     };
@@ -405,7 +409,7 @@ fn archive_verdict(ctx: &Ctx, rel: &str, progress: &Progress) -> super::Result<(
     crate::store::task_files::clear_stop(&dir).map_err(crate::run::RunError::from)?;
     progress.event(
         "verdict_archived",
-        json!({"task": rel, "kept": kept}),
+        || json!({"task": rel, "kept": kept}),
         || {
             format!(
                 "↻ {rel}: VERDICT.md moved to {rel}/logs/VERDICT-{n}.md; its referee runs again"

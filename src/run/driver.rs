@@ -42,7 +42,7 @@ fn stop_task(
     }
     run.progress.event(
         "task_stopped",
-        json!({"task": rel, "kind": kind.word(), "reason": reason}),
+        || json!({"task": rel, "kind": kind.word(), "reason": reason}),
         || format!("✘ {rel}: {reason}"),
     );
     Ok(stopped(kind, reason))
@@ -75,14 +75,17 @@ fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     for node in tree.nodes.iter().filter(|n| n.snap.stop.is_some()) {
         clear_stop(&node.dir)?;
-        run.progress
-            .event("stop_cleared", json!({"task": node.rel}), || {
+        run.progress.event(
+            "stop_cleared",
+            || json!({"task": node.rel}),
+            || {
                 format!(
                     "↻ {}: retrying after: {}",
                     node.rel,
                     node.snap.stop.as_deref().unwrap_or("")
                 )
-            });
+            },
+        );
     }
     Ok(())
 }
@@ -157,10 +160,11 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                     }
                     continue;
                 }
-                run.progress
-                    .event("task_complete", json!({"task": rel}), || {
-                        format!("✔ {rel}: complete")
-                    });
+                run.progress.event(
+                    "task_complete",
+                    || json!({"task": rel}),
+                    || format!("✔ {rel}: complete"),
+                );
                 return Ok(Outcome::Complete);
             }
             Action::Human(kind) => {
@@ -171,7 +175,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                     .unwrap_or_else(|| "needs a human".into());
                 run.progress.event(
                     "task_stopped",
-                    json!({"task": rel, "kind": kind.word(), "reason": reason}),
+                    || json!({"task": rel, "kind": kind.word(), "reason": reason}),
                     || format!("✘ {rel}: {reason}"),
                 );
                 return Ok(stopped(kind, reason));
@@ -188,7 +192,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             Action::StepDone(phase) => {
                 run.progress.event(
                     "step_done",
-                    json!({"task": rel, "next": phase.word()}),
+                    || json!({"task": rel, "next": phase.word()}),
                     || format!("■ {rel}: one step done; {} is next", phase.word()),
                 );
                 return Ok(Outcome::Stepped {
@@ -202,7 +206,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                 write_atomic(&dir.join(REPLANNED_FILE), note.as_bytes())?;
                 run.progress.event(
                     "plan_sent_back",
-                    json!({"task": rel, "max_peak": run.max_peak,
+                    || json!({"task": rel, "max_peak": run.max_peak,
                            "rows": over_budget(run, node).iter().map(|r| &r.name).collect::<Vec<_>>()}),
                     || format!("↻ {rel}: sub-tasks over the context budget of {} tokens; the plan goes back to the decomposition phase once", run.max_peak),
                 );
@@ -476,7 +480,7 @@ fn after_phase(
             let kept = set_aside_failed_artifact(run, rel, dir, at.phase, attempt)?;
             run.progress.event(
                 "phase_retry",
-                json!({"task": rel, "phase": at.phase.word(), "attempt": attempt,
+                || json!({"task": rel, "phase": at.phase.word(), "attempt": attempt,
                        "failures": failures, "retries": run.retries, "kind": kind.word(),
                        "reason": reason, "rate_limited": rate_limited,
                        "backoff_seconds": wait.as_secs_f64(), "artifact_kept": kept}),
@@ -648,7 +652,7 @@ fn run_children(run: &Run<'_>, tree: &TaskTree) -> super::Result<Option<Outcome>
         }
         run.progress.event(
             "subtask_started",
-            json!({"task": child.rel, "parent": node.rel, "wave": null}),
+            || json!({"task": child.rel, "parent": node.rel, "wave": null}),
             || {
                 format!(
                     "▶ {}: sub-task started (made by hand, not in a plan)",
@@ -689,15 +693,17 @@ fn one_phase(
     let rep = &pr.report;
     run.progress.event(
         "phase_finished",
-        json!({
-            "task": rel, "phase": phase.word(), "attempt": pr.attempt,
-            "seconds": o.duration.as_secs_f64(), "end": end,
-            "contract_met": o.contract_met, "log": pr.log,
-            "agent": run.adapter.name(), "ok": rep.ok, "error": rep.error,
-            "session_id": rep.session_id, "model": rep.model,
-            "input_tokens": rep.input_tokens, "output_tokens": rep.output_tokens,
-            "cost_usd": rep.cost_usd,
-        }),
+        || {
+            json!({
+                "task": rel, "phase": phase.word(), "attempt": pr.attempt,
+                "seconds": o.duration.as_secs_f64(), "end": end,
+                "contract_met": o.contract_met, "log": pr.log,
+                "agent": run.adapter.name(), "ok": rep.ok, "error": rep.error,
+                "session_id": rep.session_id, "model": rep.model,
+                "input_tokens": rep.input_tokens, "output_tokens": rep.output_tokens,
+                "cost_usd": rep.cost_usd,
+            })
+        },
         || match &o.end {
             super::agent::AgentEnd::Exited(s) if s.success() || o.contract_met => String::new(),
             _ => format!(
@@ -763,7 +769,7 @@ fn one_phase(
         match iso.commit_phase(ws, rel, phase.word()) {
             Ok(Some(commit)) => run.progress.event(
                 "committed",
-                json!({"task": rel, "phase": phase.word(), "branch": ws.branch, "commit": commit}),
+                || json!({"task": rel, "phase": phase.word(), "branch": ws.branch, "commit": commit}),
                 String::new,
             ),
             Ok(None) => {}
@@ -782,7 +788,7 @@ fn one_phase(
     let artifact = phase.artifact();
     run.progress.event(
         "artifact_validated",
-        json!({"task": rel, "phase": phase.word(), "artifact": artifact.file_name()}),
+        || json!({"task": rel, "phase": phase.word(), "artifact": artifact.file_name()}),
         || {
             format!(
                 "✔ {rel}: {} → {} ({:.1}s{})",
@@ -807,7 +813,7 @@ fn one_phase(
         let files = crate::task::frozen::freeze(dir, root)?;
         run.progress.event(
             "frozen",
-            json!({"task": rel, "files": files, "root": root}),
+            || json!({"task": rel, "files": files, "root": root}),
             || {
                 format!(
                     "❄ {rel}: froze TEST_PLAN.md{}",
@@ -859,7 +865,7 @@ fn workspace(
     };
     run.progress.event(
         "workspace",
-        json!({"task": rel, "branch": ws.branch, "worktree": ws.worktree}),
+        || json!({"task": rel, "branch": ws.branch, "worktree": ws.worktree}),
         String::new,
     );
     let setup_failed = |e: &dyn std::fmt::Display| {
@@ -876,7 +882,7 @@ fn workspace(
     match iso.copy_included(&ws) {
         Ok(files) if !files.is_empty() => run.progress.event(
             "worktree_include",
-            json!({"task": rel, "worktree": ws.worktree, "files": files}),
+            || json!({"task": rel, "worktree": ws.worktree, "files": files}),
             || {
                 format!(
                     "  {rel}: copied {} file{} listed in .worktreeinclude into its worktree",
@@ -1138,7 +1144,7 @@ fn run_waves(
                     let child_rel = format!("{parent_rel}/subtasks/{name}");
                     run.progress.event(
                         "subtask_started",
-                        json!({"task": child_rel, "parent": parent_rel, "wave": row.wave}),
+                        || json!({"task": child_rel, "parent": parent_rel, "wave": row.wave}),
                         || format!("▶ {child_rel}: wave {} sub-task started", row.wave),
                     );
                     scope.spawn(move || {
@@ -1262,7 +1268,7 @@ fn merge_subtask(
             if how != Merge::UpToDate {
                 run.progress.event(
                     "merged",
-                    json!({"task": sub_rel, "branch": sub.branch, "into": parent.branch}),
+                    || json!({"task": sub_rel, "branch": sub.branch, "into": parent.branch}),
                     || format!("⇢ {sub_rel}: merged {} into {}", sub.branch, parent.branch),
                 );
             }

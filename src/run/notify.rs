@@ -81,7 +81,7 @@ pub fn send(settings: &Settings, progress: &Progress, notice: &Notice<'_>) {
     if let Err(why) = run_notify(command, &settings.project, &payload, &env, &log, timeout) {
         progress.event(
             "warning",
-            json!({"task": notice.task, "message": format!("notify command {why}")}),
+            || json!({"task": notice.task, "message": format!("notify command {why}")}),
             || format!("warning: {}: notify command {why}", notice.task),
         );
     }

@@ -61,10 +61,7 @@ pub fn render_prompt(
         ("max_peak_context", max_peak.to_string()),
         ("contract", contract.trim_end().to_string()),
     ];
-    let mut text = prompt.clone();
-    for (key, value) in &values {
-        text = text.replace(&format!("{{{{{key}}}}}"), value);
-    }
+    let mut text = fill(&prompt, &values);
     // A person rejected this phase's last artifact: the new run answers the reason.
     if let Some(r) = crate::task::gates::rejection_for(task_dir, phase) {
         text.push_str(&format!(
@@ -85,6 +82,34 @@ pub fn render_prompt(
         text.push('\n');
     }
     Ok(text)
+}
+
+/// `template` with each `{{key}}` of `values` replaced, in one pass: unknown keys and the
+/// text of the values themselves (a rules file that mentions `{{task}}`) stay as they are.
+fn fill(template: &str, values: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len() + 4096);
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let known = after.find("}}").and_then(|close| {
+            let key = &after[..close];
+            let (_, value) = values.iter().find(|(k, _)| *k == key)?;
+            Some((close, value))
+        });
+        match known {
+            Some((close, value)) => {
+                out.push_str(value);
+                rest = &after[close + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The next free attempt number of `<task>/logs/<stem>-<n>.log`.
@@ -118,7 +143,7 @@ pub(super) fn stop_leftover_agent(
         let id: Option<u64> = what.rsplit(' ').next().and_then(|n| n.parse().ok());
         run.progress.event(
             "leftover_agent_stopped",
-            json!({"task": task_rel, "pid": id, "what": what}),
+            || json!({"task": task_rel, "pid": id, "what": what}),
             || format!("warning: {task_rel}: stopped agent {what} that an earlier, killed run left running"),
         );
     }
@@ -150,7 +175,7 @@ fn warn_leftovers(run: &Run<'_>, task_rel: &str, outcome: &AgentOutcome) {
     let names: Vec<String> = outcome.leftovers.iter().map(|l| l.to_string()).collect();
     run.progress.event(
         "warning",
-        json!({"task": task_rel, "message": "processes still alive after SIGKILL", "pids": outcome.leftovers.iter().map(|l| l.pid).collect::<Vec<_>>()}),
+        || json!({"task": task_rel, "message": "processes still alive after SIGKILL", "pids": outcome.leftovers.iter().map(|l| l.pid).collect::<Vec<_>>()}),
         || format!(
             "warning: {task_rel}: still alive after SIGKILL (agent pid {}): {}",
             outcome.pid,
@@ -220,14 +245,14 @@ pub fn run_phase_noted(
     env.extend(port_env(run, task_rel));
     run.progress.event(
         "phase_started",
-        json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
+        || json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
         || format!("▶ {task_rel}: {} (attempt {attempt})", phase.word()),
     );
     let pid_file = match &reattach {
         Some((id, _)) => {
             run.progress.event(
                 "slurm_reattached",
-                json!({"task": task_rel, "phase": phase.word(), "job": id}),
+                || json!({"task": task_rel, "phase": phase.word(), "job": id}),
                 || format!("{task_rel}: re-attached to Slurm job {id}, which an earlier, killed run submitted for {}", phase.word()),
             );
             logs.join("agent.pid")
@@ -412,7 +437,7 @@ fn run_check(
     let log = logs.join(format!("{stem}-{attempt}.log"));
     run.progress.event(
         &format!("{what}_started"),
-        json!({"task": task_rel, "command": command, "log": log}),
+        || json!({"task": task_rel, "command": command, "log": log}),
         || format!("▶ {task_rel}: {what} `{command}`"),
     );
     let mut env = vec![(
@@ -469,11 +494,30 @@ fn run_check(
     };
     run.progress.event(
         &format!("{what}_finished"),
-        json!({"task": task_rel, "ok": failed.is_none(), "log": log}),
+        || json!({"task": task_rel, "ok": failed.is_none(), "log": log}),
         || match &failed {
             None => format!("✔ {task_rel}: {what} passed"),
             Some((_, r)) => format!("✘ {task_rel}: {r}"),
         },
     );
     Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill;
+
+    #[test]
+    fn placeholders_are_filled_in_one_pass() {
+        let values = [
+            ("task", "tasks/a".to_string()),
+            ("rules", "say {{task}} literally".to_string()),
+        ];
+        assert_eq!(
+            fill("{{task}}: {{rules}}; {{unknown}} {{task", &values),
+            "tasks/a: say {{task}} literally; {{unknown}} {{task"
+        );
+        assert_eq!(fill("{{{{task}}}}", &values), "{{tasks/a}}");
+        assert_eq!(fill("", &values), "");
+    }
 }

@@ -52,9 +52,16 @@ impl Progress {
     }
 
     /// An event: a JSON line in `--json` mode, else `human` as a plain line on stderr.
-    pub fn event(&self, kind: &str, mut fields: Value, human: impl FnOnce() -> String) {
+    /// Both forms are built only when shown.
+    pub fn event(
+        &self,
+        kind: &str,
+        fields: impl FnOnce() -> Value,
+        human: impl FnOnce() -> String,
+    ) {
         match self.mode {
             Mode::Json => {
+                let mut fields = fields();
                 if let Value::Object(map) = &mut fields {
                     map.insert("event".into(), json!(kind));
                     map.insert("ts".into(), json!(unix_seconds()));

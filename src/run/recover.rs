@@ -58,7 +58,7 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
                 })?;
                 run.progress.event(
                     "incomplete_set_aside",
-                    json!({"task": node.rel, "artifact": name, "to": to}),
+                    || json!({"task": node.rel, "artifact": name, "to": to}),
                     || format!(
                         "↻ {}: {name} was written by a phase run that did not finish; moved to {} and the phase runs again",
                         node.rel,

@@ -48,8 +48,10 @@ pub fn sync_subtasks(
         let block = crate::detect::render_human(&vram);
         run.progress.event(
             "vram_detected",
-            json!({"task": parent_rel, "max_peak_context_kb": vram.max_peak_context_kb,
-                   "recommended_kb": vram.recommended_kb, "source": vram.source.as_str()}),
+            || {
+                json!({"task": parent_rel, "max_peak_context_kb": vram.max_peak_context_kb,
+                   "recommended_kb": vram.recommended_kb, "source": vram.source.as_str()})
+            },
             || format!("{parent_rel}: {}", block.trim_end()),
         );
         let logs = parent_dir.join("logs");
@@ -65,7 +67,7 @@ pub fn sync_subtasks(
             write_sync_files(&dir, parent_rel, row, &vram)?;
             run.progress.event(
                 "subtask_repaired",
-                json!({"task": format!("{parent_rel}/subtasks/{name}")}),
+                || json!({"task": format!("{parent_rel}/subtasks/{name}")}),
                 || format!("+ {parent_rel}/subtasks/{name}: PARENT_SPEC.md and VRAM_CONFIG.md written (they were missing)"),
             );
         }
@@ -84,13 +86,13 @@ pub fn sync_subtasks(
             write_sync_files(&dir, parent_rel, row, &vram)?;
             run.progress.event(
                 "subtask_created",
-                json!({"task": rel, "wave": row.wave, "depends_on": row.depends_on, "estimate": row.estimate}),
+                || json!({"task": rel, "wave": row.wave, "depends_on": row.depends_on, "estimate": row.estimate}),
                 || format!("+ {rel} (wave {})", row.wave),
             );
             if let Some(est) = row.estimate.filter(|e| *e > vram.max_peak_context_kb) {
                 run.progress.event(
                     "warning",
-                    json!({"task": rel, "message": "estimate exceeds max peak context", "estimate": est, "max_peak": vram.max_peak_context_kb}),
+                    || json!({"task": rel, "message": "estimate exceeds max peak context", "estimate": est, "max_peak": vram.max_peak_context_kb}),
                     || format!(
                         "warning: {rel}: estimated peak context {}k exceeds the max peak of {} tokens; consider splitting it in DECOMPOSITION.md",
                         est / 1000,
@@ -109,15 +111,16 @@ pub fn sync_subtasks(
                 .is_none_or(|i| !tree.nodes[i].snap.artifacts.is_empty())
                 || !never_started(&parent_dir.join(SUBTASKS_DIR).join(name));
             if started {
-                run.progress.event("orphan_kept", json!({"task": rel}), || {
+                run.progress.event("orphan_kept", || json!({"task": rel}), || {
                     format!("warning: {rel} is no longer in DECOMPOSITION.md but has work in it; kept (delete it yourself if it is not needed)")
                 });
             } else {
                 std::fs::remove_dir_all(parent_dir.join("subtasks").join(name))?;
-                run.progress
-                    .event("orphan_removed", json!({"task": rel}), || {
-                        format!("- {rel}: no longer in DECOMPOSITION.md and never started; removed")
-                    });
+                run.progress.event(
+                    "orphan_removed",
+                    || json!({"task": rel}),
+                    || format!("- {rel}: no longer in DECOMPOSITION.md and never started; removed"),
+                );
             }
         }
     }
