@@ -837,7 +837,7 @@ fn inputs_given(dir: &Path, node: &TaskNode, phase: Phase) -> crate::store::inpu
         .iter()
         .filter(|a| *a < phase.artifact())
         .collect();
-    crate::task::gates::hashes(dir, &inputs)
+    crate::task::gates::hashes_reusing(dir, &inputs, node.hashed.as_deref())
 }
 
 /// The parent of a sub-task's path (`a/subtasks/b` → `a`).

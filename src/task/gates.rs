@@ -54,13 +54,31 @@ pub fn covered(snap: &Snapshot, gate: Phase) -> Vec<Artifact> {
 
 /// SHA-256 of each artifact, by file name (an unreadable one is left out).
 pub fn hashes(dir: &Path, artifacts: &[Artifact]) -> BTreeMap<String, String> {
+    hashes_reusing(dir, artifacts, None)
+}
+
+/// [`hashes`], taking those in `known` (hashed a moment ago, by [`stale_artifacts`] in the
+/// same turn) as they are instead of reading those files again.
+pub fn hashes_reusing(
+    dir: &Path,
+    artifacts: &[Artifact],
+    known: Option<&Hashed>,
+) -> BTreeMap<String, String> {
     artifacts
         .iter()
         .filter_map(|a| {
-            sha256_file(&dir.join(a.file_name())).map(|h| (a.file_name().to_string(), h))
+            let name = a.file_name();
+            let hash = match known.and_then(|k| k.get(name)) {
+                Some(h) => h.clone(),
+                None => sha256_file(&dir.join(name)),
+            };
+            hash.map(|h| (name.to_string(), h))
         })
         .collect()
 }
+
+/// The hashes [`stale_artifacts`] took, by file name (`None`: the file is gone).
+pub type Hashed = HashMap<String, Option<String>>;
 
 /// Whether the task waits at `gate`: `None` when the last decision on that gate is an
 /// approval of exactly the artifacts there now.
@@ -116,25 +134,25 @@ fn lapse(approval: &Record, now: &BTreeMap<String, String>) -> Option<String> {
 }
 
 /// The artifacts built on inputs that changed since their phase ran, in lifecycle order. An
-/// artifact built on a stale one is stale too.
+/// artifact built on a stale one is stale too. With the hashes taken to tell.
 pub fn stale_artifacts(
     dir: &Path,
     rel: &str,
     snap: &Snapshot,
     warnings: &mut Vec<String>,
-) -> Vec<StaleArtifact> {
+) -> (Vec<StaleArtifact>, Hashed) {
+    let mut cache = Hashed::new();
     if !snap.has_inputs {
-        return Vec::new();
+        return (Vec::new(), cache);
     }
     let file = match inputs::read(dir) {
         Ok(Some(f)) => f,
-        Ok(None) => return Vec::new(),
+        Ok(None) => return (Vec::new(), cache),
         Err(why) => {
             warnings.push(format!("{rel}/{}: {why}; ignored", inputs::INPUTS_FILE));
-            return Vec::new();
+            return (Vec::new(), cache);
         }
     };
-    let mut cache: HashMap<String, Option<String>> = HashMap::new();
     let mut stale: Vec<StaleArtifact> = Vec::new();
     for a in snap.artifacts.iter() {
         let Some(given) = file.artifacts.get(a.file_name()) else {
@@ -165,7 +183,7 @@ pub fn stale_artifacts(
             });
         }
     }
-    stale
+    (stale, cache)
 }
 
 /// One line on stale artifacts: `DESIGN.md, TEST_PLAN.md are stale (SPEC.md changed after
@@ -212,6 +230,32 @@ pub fn rejection_for(dir: &Path, phase: Phase) -> Option<Rejection> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashes_reuse_the_known_ones_and_read_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("SPEC.md"), "spec").unwrap();
+        std::fs::write(dir.path().join("DESIGN.md"), "design").unwrap();
+        let known: Hashed = [
+            ("DESIGN.md".to_string(), Some("known".to_string())),
+            ("TEST_PLAN.md".to_string(), None),
+        ]
+        .into();
+        let all = [Artifact::Spec, Artifact::Design, Artifact::TestPlan];
+        let got = hashes_reusing(dir.path(), &all, Some(&known));
+        assert_eq!(
+            got["SPEC.md"],
+            sha256_file(&dir.path().join("SPEC.md")).unwrap()
+        );
+        assert_eq!(got["DESIGN.md"], "known");
+        assert!(!got.contains_key("TEST_PLAN.md"), "{got:?}");
+        let read = hashes(dir.path(), &all);
+        assert_eq!(
+            read["DESIGN.md"],
+            sha256_file(&dir.path().join("DESIGN.md")).unwrap()
+        );
+        assert_eq!(read.len(), 2);
+    }
 
     #[test]
     fn gates_parse_phase_words() {

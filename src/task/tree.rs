@@ -31,6 +31,10 @@ pub struct TaskNode {
     pub approval: Option<Box<ApprovalWait>>,
     /// Artifacts built on inputs that changed since.
     pub stale: Vec<StaleArtifact>,
+    /// The hashes taken to find them, kept for the phase about to run (see
+    /// [`crate::task::gates::hashes_reusing`]); only in a tree of one task, never in a
+    /// project-wide one, whose size they would grow.
+    pub hashed: Option<Box<crate::task::gates::Hashed>>,
 }
 
 impl TaskNode {
@@ -163,6 +167,7 @@ impl TaskTree {
     fn load_task_with(project: &Path, rel: &str, config: &PhaseConfig, stale: bool) -> TaskTree {
         let mut w = Walker::new(None, 0);
         w.staleness = stale;
+        w.keep_hashes = stale;
         let dir = project.join(rel);
         let depth = rel.matches("/subtasks/").count();
         w.visit_task(open_dir(&dir), dir, rel.to_string(), None, depth);
@@ -288,6 +293,8 @@ struct Walker<'a> {
     ids: Vec<(u64, u64)>,
     /// Whether each node's stale artifacts are read.
     staleness: bool,
+    /// Whether each node keeps the hashes its staleness took ([`TaskNode::hashed`]).
+    keep_hashes: bool,
     /// `Some` when reading through the index (`Some(None)`: none yet, build one).
     index: Option<Option<&'a Index>>,
     now: i64,
@@ -305,6 +312,7 @@ impl<'a> Walker<'a> {
             earlier: None,
             ids: Vec::new(),
             staleness: true,
+            keep_hashes: false,
             index,
             now,
             tally: Tally::default(),
@@ -583,9 +591,13 @@ impl<'a> Walker<'a> {
                 read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
-        let stale = match self.staleness {
-            true => stale_artifacts(&dir, &rel, &snap, &mut self.warnings),
-            false => Vec::new(),
+        let (stale, hashed) = match self.staleness {
+            true => {
+                let (stale, hashed) = stale_artifacts(&dir, &rel, &snap, &mut self.warnings);
+                let kept = (self.keep_hashes && !hashed.is_empty()).then(|| Box::new(hashed));
+                (stale, kept)
+            }
+            false => (Vec::new(), None),
         };
         let (has_subtasks, snap_subtasks_is_dir) = (snap.has_subtasks_dir, snap.subtasks_is_dir);
         let sub = has_subtasks.then(|| (dir.join(SUBTASKS_DIR), format!("{rel}/{SUBTASKS_DIR}")));
@@ -602,6 +614,7 @@ impl<'a> Walker<'a> {
             decision: Decision::plain(State::NEW).into(),
             approval: None,
             stale,
+            hashed,
         });
         if let Some(p) = parent {
             self.nodes[p].children.push(index);
