@@ -50,7 +50,14 @@ fn stop_task(
 
 /// Read a task folder and its sub-tasks, with the gates of `Approve before` applied.
 fn load(run: &Run<'_>, rel: &str) -> TaskTree {
-    let mut tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    gated(
+        run,
+        TaskTree::load_task(&run.settings.project, rel, &run.config),
+    )
+}
+
+/// `tree` with the gates of `Approve before` applied.
+fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
     tree.apply_gates(&crate::report::approval_gates(run.settings));
     tree
 }
@@ -734,7 +741,9 @@ fn one_phase(
     if !dir.is_dir() {
         return Err(super::RunError::TaskGone(rel.to_string()));
     }
-    let judged_snap = crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut Vec::new());
+    let mut read_warnings = Vec::new();
+    let mut judged_snap =
+        crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut read_warnings);
     let judged = judge_phase(&PhaseFacts {
         phase,
         end: super::end_of(&o.end),
@@ -757,10 +766,20 @@ fn one_phase(
             attempt: pr.attempt,
         });
     }
-    if judged_snap.incomplete.is_some() {
+    if judged_snap.incomplete.take().is_some() {
         crate::store::task_files::clear_incomplete(dir)?;
     }
-    let tree = load(run, rel);
+    // Unmarked, the folder read for the judge is what a read now would give: reused.
+    let tree = gated(
+        run,
+        TaskTree::load_task_given(
+            &run.settings.project,
+            rel,
+            &run.config,
+            judged_snap,
+            read_warnings,
+        ),
+    );
     if tree.nodes.is_empty() {
         return Err(super::RunError::TaskGone(rel.to_string()));
     }

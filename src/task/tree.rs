@@ -164,14 +164,24 @@ impl TaskTree {
         Self::load_task_with(project, rel, config, false)
     }
 
-    fn load_task_with(project: &Path, rel: &str, config: &PhaseConfig, stale: bool) -> TaskTree {
+    /// [`TaskTree::load_task`] with the task's own folder already read, as `root` (with the
+    /// `warnings` that read gave), a moment ago by the same thread: the judge of the phase that
+    /// just ran. Its sub-tasks, its staleness and every decision are read and made as usual.
+    pub fn load_task_given(
+        project: &Path,
+        rel: &str,
+        config: &PhaseConfig,
+        root: Snapshot,
+        warnings: Vec<String>,
+    ) -> TaskTree {
         let mut w = Walker::new(None, 0);
-        w.staleness = stale;
-        w.keep_hashes = stale;
-        let dir = project.join(rel);
-        let depth = rel.matches("/subtasks/").count();
-        w.visit_task(open_dir(&dir), dir, rel.to_string(), None, depth);
-        w.finish(config)
+        w.given = Some(root);
+        w.warnings = warnings;
+        w.load_task(project, rel, config, true)
+    }
+
+    fn load_task_with(project: &Path, rel: &str, config: &PhaseConfig, stale: bool) -> TaskTree {
+        Walker::new(None, 0).load_task(project, rel, config, stale)
     }
 
     /// Read the task at `rel` (a node of this tree) and its sub-tasks again, and decide its
@@ -295,6 +305,8 @@ struct Walker<'a> {
     staleness: bool,
     /// Whether each node keeps the hashes its staleness took ([`TaskNode::hashed`]).
     keep_hashes: bool,
+    /// The first folder visited, read already ([`TaskTree::load_task_given`]).
+    given: Option<Snapshot>,
     /// `Some` when reading through the index (`Some(None)`: none yet, build one).
     index: Option<Option<&'a Index>>,
     now: i64,
@@ -304,6 +316,23 @@ struct Walker<'a> {
 }
 
 impl<'a> Walker<'a> {
+    /// Walk the task at `rel` and its sub-tasks (`stale`: with staleness, whose hashes each
+    /// node keeps).
+    fn load_task(
+        mut self,
+        project: &Path,
+        rel: &str,
+        config: &PhaseConfig,
+        stale: bool,
+    ) -> TaskTree {
+        self.staleness = stale;
+        self.keep_hashes = stale;
+        let dir = project.join(rel);
+        let depth = rel.matches("/subtasks/").count();
+        self.visit_task(open_dir(&dir), dir, rel.to_string(), None, depth);
+        self.finish(config)
+    }
+
     fn new(index: Option<Option<&'a Index>>, now: i64) -> Self {
         Walker {
             nodes: Vec::new(),
@@ -313,6 +342,7 @@ impl<'a> Walker<'a> {
             ids: Vec::new(),
             staleness: true,
             keep_hashes: false,
+            given: None,
             index,
             now,
             tally: Tally::default(),
@@ -578,6 +608,7 @@ impl<'a> Walker<'a> {
             }
         };
         let snap = match self.index {
+            _ if self.given.is_some() => self.given.take().expect("checked"),
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
                 let snap =
@@ -770,6 +801,47 @@ mod tests {
             "a refused reload changes nothing"
         );
         assert!(!tree.reload(dir.path(), "tasks/p/subtasks/nope", &config, false));
+    }
+
+    /// The judge's unmarked read of a task, its marker then cleared, loads the tree a fresh
+    /// load gives: decisions, staleness, sub-tasks and warnings.
+    #[test]
+    fn a_tree_given_the_judged_folder_matches_a_fresh_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = dir.path().join("tasks/t");
+        fs::create_dir_all(task.join("subtasks/s1")).unwrap();
+        fs::write(task.join("SPEC.md"), "spec\n").unwrap();
+        fs::write(task.join("DESIGN.md"), "design\n").unwrap();
+        fs::write(task.join("VERDICT.md"), "no verdict line\n").unwrap();
+        let given = [("SPEC.md".to_string(), "not its hash".to_string())].into();
+        crate::store::inputs::record(&task, "DESIGN.md", given).unwrap();
+        fs::write(task.join(".incomplete"), "DESIGN.md\n").unwrap();
+        fs::write(task.join(".state"), "nonsense\n").unwrap();
+        let mut warnings = Vec::new();
+        let mut judged =
+            super::super::snapshot::read_snapshot_unmarked(&task, "tasks/t", &mut warnings);
+        assert!(judged.incomplete.take().is_some());
+        fs::remove_file(task.join(".incomplete")).unwrap();
+        let config = PhaseConfig::default();
+        // The fresh load first: a load writes `.state`, which the judge read before.
+        let fresh = TaskTree::load_task(dir.path(), "tasks/t", &config);
+        let given = TaskTree::load_task_given(dir.path(), "tasks/t", &config, judged, warnings);
+        let view = |t: &TaskTree| -> Vec<String> {
+            t.nodes
+                .iter()
+                .map(|n| {
+                    format!(
+                        "{} {:?} {:?} {:?} {:?} {:?}",
+                        n.rel, n.children, n.decision, n.stale, n.snap.artifacts, n.hashed
+                    )
+                })
+                .chain(t.warnings.iter().cloned())
+                .collect()
+        };
+        assert_eq!(view(&given), view(&fresh));
+        assert_eq!(fresh.nodes.len(), 2);
+        assert!(!fresh.warnings.is_empty(), "a warning to carry over");
+        assert_eq!(fresh.nodes[0].stale.len(), 1, "{:?}", fresh.nodes[0].stale);
     }
 }
 
