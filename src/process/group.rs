@@ -147,9 +147,7 @@ impl Leader {
                 let mut report = [0u8; 8];
                 match rustix::io::read(&f.status, &mut report) {
                     Ok(8) => {
-                        let half = |h: &[u8]| <[u8; 4]>::try_from(h).expect("4 bytes");
-                        let by = u32::from_le_bytes(half(&report[..4]));
-                        let raw = i32::from_le_bytes(half(&report[4..]));
+                        let (by, raw) = super::zygote::read_report(report);
                         *got = Some((ExitStatus::from_raw(raw), by == super::zygote::BY_WATCHDOG));
                     }
                     // Both died before either could tell: report a kill.
@@ -630,6 +628,12 @@ pub fn start_time(pid: u32) -> Option<u64> {
 pub fn owner_record() -> String {
     let me = std::process::id();
     format!("{me} {}", start_time(me).unwrap_or_default())
+}
+
+/// The pid-file record of the group led by `pid`: its pid and start time, then `owner`
+/// ([`owner_record`] of the automaton that runs it).
+pub fn pid_record(pid: u32, owner: &str) -> String {
+    format!("{pid} {} {owner}", start_time(pid).unwrap_or_default())
 }
 
 /// `/proc/<pid>/stat` (a stat line is well under 4 KiB; `fsx::read_prefix` reads it in one

@@ -252,7 +252,7 @@ fn wait_for_event(control: BorrowedFd<'_>, wake: BorrowedFd<'_>, deadline: Optio
 }
 
 /// Whether automaton closed its end of the control pipe (it died).
-fn control_closed(control: BorrowedFd<'_>) -> bool {
+pub fn control_closed(control: BorrowedFd<'_>) -> bool {
     let mut fds = [PollFd::from_borrowed_fd(control.as_fd(), PollFlags::IN)];
     let zero = rustix::event::Timespec {
         tv_sec: 0,

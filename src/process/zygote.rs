@@ -17,15 +17,17 @@
 //! - **Exit status.** The watchdog writes its agent's wait status into the status pipe itself,
 //!   once nothing is left below it (no child: as the subreaper it would be the parent of any
 //!   descendant's orphan), so automaton goes on without waiting for the watchdog to be
-//!   reaped. The watchdog is the server's child, not automaton's: the server reaps it
+//!   reaped. One that left a process behind reports too ([`BY_WATCHDOG_LEFT_SOME`]): its
+//!   status is the agent's, and automaton stops and waits for the group as for any other
+//!   leader. The watchdog is the server's child, not automaton's: the server reaps it
 //!   (watching its pidfd) and writes that wait status too, which counts only when it comes
-//!   first (a killed watchdog, or one that left a process behind: automaton then stops and
-//!   waits for the group as for any other leader). Each report is one 8-byte write (atomic on
-//!   a pipe): who reports ([`BY_WATCHDOG`] or [`BY_SERVER`]), then the raw status.
+//!   first (a killed watchdog). Each report is one 8-byte write (atomic on a pipe): who
+//!   reports, then the raw status.
 //! - **Lifetime.** The server exits when automaton's end of the socket closes (even by
 //!   SIGKILL); its watchdogs then see their control pipes close and stop their agents.
-//! - **Fallback.** Any failure to start or reach the server turns it off for the rest of the
-//!   run, and the watchdog is executed as before.
+//! - **Fallback.** A server that cannot be started or reached is off for the rest of the run;
+//!   a request it declines (it cannot fork, the folder is missing) falls back for that agent
+//!   only. Either way the watchdog is then executed as before.
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -63,6 +65,8 @@ pub struct Forked {
 
 /// The first half of a status report: from the watchdog, which left nothing behind.
 pub const BY_WATCHDOG: u32 = 1;
+/// The first half of a status report: from the watchdog, which left a process behind.
+pub const BY_WATCHDOG_LEFT_SOME: u32 = 2;
 /// The first half of a status report: from the server, which reaped the watchdog.
 pub const BY_SERVER: u32 = 0;
 
@@ -72,6 +76,15 @@ pub fn report(by: u32, status: i32) -> [u8; 8] {
     bytes[..4].copy_from_slice(&by.to_le_bytes());
     bytes[4..].copy_from_slice(&status.to_le_bytes());
     bytes
+}
+
+/// What [`report`] wrote: who, and the raw wait status.
+pub fn read_report(bytes: [u8; 8]) -> (u32, i32) {
+    let [b0, b1, b2, b3, s0, s1, s2, s3] = bytes;
+    (
+        u32::from_le_bytes([b0, b1, b2, b3]),
+        i32::from_le_bytes([s0, s1, s2, s3]),
+    )
 }
 
 /// The running server's socket; `None` before the first agent.
@@ -103,8 +116,9 @@ pub enum Refused {
     /// The request never reached it, or it answered that it could not fork: nothing holds the
     /// request's descriptors, so the caller may execute the watchdog with them instead.
     Declined(io::Error),
-    /// The request was sent but no answer came: a watchdog may hold its descriptors (its
-    /// control pipe keeps it from starting the agent), so they must not be used again.
+    /// The request was sent but no answer came: a watchdog may hold its descriptors (and may
+    /// have started the agent, which it stops once the control pipe closes), so they must not
+    /// be used again.
     Lost(io::Error),
 }
 
@@ -360,20 +374,22 @@ fn fork_one(
     if !Path::new(cwd).is_dir() {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
+    // The child waits for one byte on `held` until the server can watch it (its pidfd).
+    let (held, hold) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     // SAFETY: the server is single-threaded, so the child may run any code after fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
+        drop(hold);
         // The watchdog never returns into the server's code, not even by a panic.
         let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             be_watchdog(
                 [stdin, stdout, stderr],
                 control,
                 status,
-                sock,
-                running,
+                (sock, running, held),
                 cwd,
                 command,
                 &env,
@@ -398,11 +414,13 @@ fn fork_one(
         });
     match pidfd {
         Ok(pidfd) => {
+            // Watched: it may go on (a failed write is its end of file: it exits).
+            let _ = rustix::io::write(&hold, b"w");
             running.push(Watched { pid, pidfd, status });
             Ok(pid)
         }
         Err(e) => {
-            // Unwatchable: it must not run. (Its control pipe holds it before the agent.)
+            // Unwatchable: it must not run (it waits on `held`, so it has started nothing).
             // SAFETY: kill and reap our own child.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
@@ -420,8 +438,7 @@ fn be_watchdog(
     [stdin, stdout, stderr]: [OwnedFd; 3],
     control: OwnedFd,
     status: OwnedFd,
-    sock: &OwnedFd,
-    running: &mut Vec<Watched>,
+    (sock, running, held): (&OwnedFd, &mut Vec<Watched>, OwnedFd),
     cwd: &OsStr,
     command: &str,
     env: &[*const libc::c_char],
@@ -437,12 +454,17 @@ fn be_watchdog(
         libc::close(std::os::fd::AsRawFd::as_raw_fd(sock));
         libc::setpgid(0, 0);
     }
+    // Until the server watches it, and unless automaton is gone meanwhile: then it never
+    // writes the pid file (which a newer automaton may have written since) nor starts anything.
+    let mut watched = [0u8; 1];
+    if !matches!(rustix::io::read(&held, &mut watched), Ok(1))
+        || super::shim::control_closed(control.as_fd())
+    {
+        return super::shim::NEVER_STARTED;
+    }
+    drop(held);
     // Recorded before anything can start: a later run finds (and stops) this group by it.
-    let me = std::process::id();
-    let line = format!(
-        "{me} {} {owner}\n",
-        super::group::start_time(me).unwrap_or_default()
-    );
+    let line = format!("{}\n", super::group::pid_record(std::process::id(), owner));
     // A local agent dies with the machine: rename only, as automaton writes it (see `fsx`).
     let recorded = crate::fsx::write_recycling(
         pid_file,
@@ -482,8 +504,10 @@ fn be_watchdog(
         super::shim::Start::Now,
         command,
     );
-    if super::shim::no_child_left() {
-        let _ = rustix::io::write(&status, &report(BY_WATCHDOG, waited));
-    }
+    let by = match super::shim::no_child_left() {
+        true => BY_WATCHDOG,
+        false => BY_WATCHDOG_LEFT_SOME,
+    };
+    let _ = rustix::io::write(&status, &report(by, waited));
     super::shim::exit_like(waited)
 }

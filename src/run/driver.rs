@@ -770,7 +770,7 @@ fn one_phase(
         crate::store::task_files::clear_incomplete(dir)?;
     }
     // Unmarked, the folder read for the judge is what a read now would give: reused.
-    let tree = gated(
+    let mut tree = gated(
         run,
         TaskTree::load_task_given(
             &run.settings.project,
@@ -822,9 +822,12 @@ fn one_phase(
     // when the task reaches complete (see `drive`).
     if phase == Phase::Implement
         && let Some(cmd) = run.verify_command
-        && let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")?
     {
-        return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
+        if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
+            return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
+        }
+        // It ran in the task's workspace and may have touched the task: read it again.
+        tree = load(run, rel);
     }
     // Seed 003: the acceptance oracle is frozen once test_design wrote it.
     if phase == Phase::TestDesign {

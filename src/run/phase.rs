@@ -87,16 +87,23 @@ pub fn render_prompt(
 /// `template` with each `{{key}}` of `values` replaced, in one pass: unknown keys and the
 /// text of the values themselves (a rules file that mentions `{{task}}`) stay as they are.
 fn fill(template: &str, values: &[(&str, String)]) -> String {
+    const KEY_MAX: usize = 32;
     let mut out = String::with_capacity(template.len() + 4096);
     let mut rest = template;
     while let Some(open) = rest.find("{{") {
         out.push_str(&rest[..open]);
         let after = &rest[open + 2..];
-        let known = after.find("}}").and_then(|close| {
-            let key = &after[..close];
-            let (_, value) = values.iter().find(|(k, _)| *k == key)?;
-            Some((close, value))
-        });
+        // Keys are short words: a `}}` further on closes nothing here (and a template of
+        // many `{{` is not scanned to its end for each).
+        let window = &after.as_bytes()[..after.len().min(KEY_MAX + 2)];
+        let known = window
+            .windows(2)
+            .position(|w| w == b"}}")
+            .and_then(|close| {
+                let key = &after[..close];
+                let (_, value) = values.iter().find(|(k, _)| *k == key)?;
+                Some((close, value))
+            });
         match known {
             Some((close, value)) => {
                 out.push_str(value);
@@ -518,6 +525,11 @@ mod tests {
             "tasks/a: say {{task}} literally; {{unknown}} {{task"
         );
         assert_eq!(fill("{{{{task}}}}", &values), "{{tasks/a}}");
+        let long = format!("{{{{{}}}}} {{{{task}}}}", "é".repeat(40));
+        assert_eq!(
+            fill(&long, &values),
+            format!("{{{{{}}}}} tasks/a", "é".repeat(40))
+        );
         assert_eq!(fill("", &values), "");
     }
 }

@@ -138,8 +138,8 @@ impl Executor for Local {
                     return Ok(Leader::Forked(forked, None));
                 }
                 Err(Refused::Declined(_)) => {}
-                // A watchdog may hold these pipes: this start fails (dropping `go` lets such
-                // a watchdog go without starting the agent).
+                // A watchdog may hold these pipes: this start fails (dropping `go` makes such
+                // a watchdog stop whatever it started).
                 Err(Refused::Lost(e)) => return Err(e),
             }
             let [stdin, stdout, stderr] = stdio;
@@ -226,12 +226,7 @@ impl Running for Group<'_> {
     fn record(&self) -> String {
         // The agent's pid and start time, then this automaton's: a later run stops the agent
         // only when its automaton is gone.
-        let start = crate::process::group::start_time(self.pid()).unwrap_or_default();
-        format!(
-            "{} {start} {}",
-            self.pid(),
-            crate::process::group::owner_record()
-        )
+        crate::process::group::pid_record(self.pid(), &crate::process::group::owner_record())
     }
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
         Group::wait(self, deadline)
