@@ -11,9 +11,10 @@
 //!
 //! - **Protocol.** A `SOCK_SEQPACKET` pair: automaton sends one message per agent, the
 //!   watchdog's grace, working folder, command, pid file, the pid file's owner part and the
-//!   environment (NUL-separated) with five
-//!   descriptors (stdin, stdout, stderr, the control pipe's read end, a status pipe's write
-//!   end); the server answers with the watchdog's pid, or a negative errno.
+//!   environment (NUL-separated) with five descriptors (stdin, stdout, stderr, the control
+//!   pipe's read end, a status pipe's write end); the server answers with the watchdog's pid,
+//!   or a negative errno. The watchdog starts nothing until the server, having its pidfd,
+//!   writes a byte on a pipe of their own.
 //! - **Exit status.** The watchdog writes its agent's wait status into the status pipe itself,
 //!   once nothing is left below it (no child: as the subreaper it would be the parent of any
 //!   descendant's orphan), so automaton goes on without waiting for the watchdog to be
