@@ -118,11 +118,17 @@ impl Slots {
     pub fn new(n: usize) -> std::io::Result<Self> {
         use rustix::pipe::{PipeFlags, pipe_with};
         let (take, give) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
-        // A pipe holds 64 KiB at least: more slots than that would never all be used.
-        let tokens = vec![b'+'; n.clamp(1, 65_536)];
+        // As many tokens as the pipe holds, at most: usually 64 KiB, but one page where the
+        // user's pipes are over their soft limit. More slots than that are never all used.
+        let tokens = vec![b'+'; n.max(1)];
         let mut given = 0;
         while given < tokens.len() {
-            given += rustix::io::write(&give, &tokens[given..])?;
+            match rustix::io::write(&give, &tokens[given..]) {
+                Ok(n) => given += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) if given > 0 => break,
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(Slots { take, give })
     }
@@ -205,6 +211,15 @@ mod tests {
     use super::Slots;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant};
+
+    /// More slots than a pipe holds: as many as it holds, and no error.
+    #[test]
+    fn more_slots_than_the_pipe_holds_are_capped_not_refused() {
+        let slots = Slots::new(10_000_000).unwrap();
+        let go_on = AtomicBool::new(false);
+        let held: Vec<_> = (0..4096).map(|_| slots.acquire(&go_on).unwrap()).collect();
+        assert_eq!(held.len(), 4096);
+    }
 
     /// Two slots: a third taker waits until one is given back, and is handed it then; a taker
     /// with the cancel flag set gets none.

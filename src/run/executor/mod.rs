@@ -94,8 +94,9 @@ impl Executor for Local {
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, _job: &Job) -> io::Result<Box<dyn Running + 'a>> {
         let log = super::agent::open_log(spec.log_path)?;
         // Under the watchdog ([`crate::process::shim`]) when the binary turned it on and the run
-        // is recorded: the shim holds the agent until `go` says the pid file is written, and
-        // stops it when automaton dies (`go` then reads end of file).
+        // is recorded: a forked watchdog writes the pid file itself before it starts the
+        // agent; an executed one holds the agent until `go` says the pid file is written. Both
+        // stop it when automaton dies (`go` then reads end of file).
         let shim = crate::process::shim::exe().filter(|_| spec.pid_file.is_some());
         let opts = Options {
             stdin: Some(spec.prompt.as_bytes()),
