@@ -81,7 +81,41 @@ pub fn main(args: &[String]) -> i32 {
     let grace = Duration::from_millis(grace.parse().unwrap_or(2000));
     // SAFETY: `control_fd` is the control pipe automaton handed down; borrowed, never closed.
     let control = unsafe { BorrowedFd::borrow_raw(control_fd) };
-    exit_like(watch(grace, control, Start::AtGoByte, command))
+    let watcher = match Watcher::new() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("automaton: cannot watch the agent: {e}");
+            return 127;
+        }
+    };
+    exit_like(watch(&watcher, grace, control, Start::AtGoByte, command))
+}
+
+/// What wakes a watchdog: SIGCHLD and the stop signals, each writing a byte to one pipe.
+/// Made once per watchdog process (the handlers stay for its life), so a watchdog that runs
+/// one agent after another ([`super::zygote`]) registers them once.
+pub struct Watcher {
+    stop: std::sync::Arc<AtomicBool>,
+    wake: rustix::fd::OwnedFd,
+}
+
+impl Watcher {
+    /// Make this process the subreaper of what it starts and register the wake-up handlers.
+    pub fn new() -> std::io::Result<Watcher> {
+        // SAFETY: prctl with integer arguments only changes this process's own attributes.
+        unsafe {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let wake = wake_pipe(&stop)?;
+        Ok(Watcher { stop, wake })
+    }
+
+    /// Whether a stop signal (TERM, INT, HUP) ever reached this watchdog: automaton stopped
+    /// its group, so it must not take another agent.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
 }
 
 /// When the watchdog starts the agent.
@@ -97,12 +131,14 @@ pub enum Start {
 /// the agent's wait status, or one made up for an end of the shim's own (`NEVER_STARTED`,
 /// 137: automaton died, 127: the agent could not start). Used by the re-executed shim
 /// ([`main`]) and by one forked from the [`super::zygote`].
-pub fn watch(grace: Duration, control: BorrowedFd<'_>, start: Start, command: &str) -> i32 {
+pub fn watch(
+    watcher: &Watcher,
+    grace: Duration,
+    control: BorrowedFd<'_>,
+    start: Start,
+    command: &str,
+) -> i32 {
     let exited = |code: i32| code << 8;
-    // SAFETY: prctl with integer arguments only changes this process's own attributes.
-    unsafe {
-        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    }
     let mut go = [0u8; 1];
     match start {
         Start::AtGoByte => loop {
@@ -119,14 +155,7 @@ pub fn watch(grace: Duration, control: BorrowedFd<'_>, start: Start, command: &s
     let _ = rustix::io::fcntl_setfd(control, rustix::io::FdFlags::CLOEXEC);
     // Every event the shim acts on comes from the kernel: a child exited (SIGCHLD), a stop
     // signal, or the control pipe closed. The handlers write to one wake-up pipe; no tick.
-    let stop = std::sync::Arc::new(AtomicBool::new(false));
-    let wake = match wake_pipe(&stop) {
-        Ok(fd) => fd,
-        Err(e) => {
-            eprintln!("automaton: cannot watch the agent: {e}");
-            return exited(127);
-        }
-    };
+    let (stop, wake) = (&watcher.stop, &watcher.wake);
     let child = match spawn_agent(command) {
         Ok(c) => c,
         Err(e) => {

@@ -13,7 +13,7 @@
 //!   watchdog's grace, working folder, command, pid file, the pid file's owner part and the
 //!   environment (NUL-separated) with five descriptors (stdin, stdout, stderr, the control
 //!   pipe's read end, a status pipe's write end); the server answers with the watchdog's pid,
-//!   or a negative errno. The watchdog starts nothing until the server, having its pidfd,
+//!   or a negative errno. A new watchdog starts nothing until the server, having its pidfd,
 //!   writes a byte on a pipe of their own.
 //! - **Exit status.** The watchdog writes its agent's wait status into the status pipe itself,
 //!   once nothing is left below it (no child: as the subreaper it would be the parent of any
@@ -24,8 +24,15 @@
 //!   (watching its pidfd) and writes that wait status too, which counts only when it comes
 //!   first (a killed watchdog). Each report is one 8-byte write (atomic on a pipe): who
 //!   reports, then the raw status.
+//! - **Reuse.** A watchdog whose agent ended on its own, with nothing left below it, and
+//!   that got no stop signal, does not exit: once automaton closes that agent's control pipe
+//!   (so nothing of automaton's can still signal that group), it tells the server it is free
+//!   on a socket pair of their own, and the server hands it the next request (same message,
+//!   same descriptors) instead of forking. That saves a fork, a new process's page faults and
+//!   an exit per phase. A request that finds no free watchdog gets a new one.
 //! - **Lifetime.** The server exits when automaton's end of the socket closes (even by
-//!   SIGKILL); its watchdogs then see their control pipes close and stop their agents.
+//!   SIGKILL); its watchdogs then see their control pipes close and stop their agents, and
+//!   free ones see their socket close and exit.
 //! - **Fallback.** A server that cannot be started or reached is off for the rest of the run;
 //!   a request it declines (it cannot fork, the folder is missing) falls back for that agent
 //!   only. Either way the watchdog is then executed as before.
@@ -214,16 +221,8 @@ fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> Result<Forked, Refus
     }
     let [stdin, stdout, stderr] = req.stdio;
     let fds = [stdin, stdout, stderr, req.control, status_w.as_fd()];
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
-    let mut control = SendAncillaryBuffer::new(&mut space);
-    control.push(SendAncillaryMessage::ScmRights(&fds));
-    match rustix::net::sendmsg(
-        sock,
-        &[IoSlice::new(&payload)],
-        &mut control,
-        SendFlags::NOSIGNAL,
-    ) {
-        Ok(_) => {}
+    match send_with_fds(sock, &payload, &fds) {
+        Ok(()) => {}
         // Too big for the socket: this request only.
         Err(rustix::io::Errno::MSGSIZE) => {
             return Err(Refused::Declined(rustix::io::Errno::MSGSIZE.into()));
@@ -266,11 +265,61 @@ fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> Result<Forked, Refus
     }
 }
 
-/// A forked watchdog the server still has to reap.
+/// Send one request: its bytes and its descriptors, in one message.
+fn send_with_fds(
+    sock: BorrowedFd<'_>,
+    payload: &[u8],
+    fds: &[BorrowedFd<'_>; FDS],
+) -> rustix::io::Result<()> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    control.push(SendAncillaryMessage::ScmRights(fds));
+    rustix::net::sendmsg(
+        sock,
+        &[IoSlice::new(payload)],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?;
+    Ok(())
+}
+
+/// Receive one request into `buf`: its length and descriptors; `None` once the other end
+/// closed.
+fn receive(sock: BorrowedFd<'_>, buf: &mut [u8]) -> Option<(usize, Vec<OwnedFd>)> {
+    loop {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let got = rustix::net::recvmsg(
+            sock,
+            &mut [IoSliceMut::new(buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let fds: Vec<OwnedFd> = control
+            .drain()
+            .flat_map(|m| match m {
+                RecvAncillaryMessage::ScmRights(fds) => fds.collect::<Vec<_>>(),
+                _ => Vec::new(),
+            })
+            .collect();
+        match got {
+            Ok(m) if m.bytes > 0 => return Some((m.bytes, fds)),
+            Err(rustix::io::Errno::INTR) => continue,
+            _ => return None,
+        }
+    }
+}
+
+/// A watchdog of the server's: forked for one request, then handed the next ones for as
+/// long as it lives and says it is free (see [`be_watchdog`]).
 struct Watched {
     pid: i32,
     pidfd: OwnedFd,
-    status: OwnedFd,
+    /// The status pipe of the request it runs; `None` while it waits for the next one.
+    status: Option<OwnedFd>,
+    /// The server's end of the pair on which the watchdog says it is free and gets its next
+    /// request; `None` once that failed (the watchdog is dying).
+    sock: Option<OwnedFd>,
 }
 
 /// The server: fd 0 is its end of the socket.
@@ -282,45 +331,35 @@ pub fn main() -> i32 {
     if let Ok(null) = std::fs::File::open("/dev/null") {
         let _ = rustix::stdio::dup2_stdin(&null);
     }
-    let mut running: Vec<Watched> = Vec::new();
+    let mut watched: Vec<Watched> = Vec::new();
     let mut buf = vec![0u8; MAX_REQUEST];
     loop {
-        let mut fds: Vec<PollFd<'_>> = std::iter::once(sock.as_fd())
-            .chain(running.iter().map(|w| w.pidfd.as_fd()))
-            .map(|fd| PollFd::from_borrowed_fd(fd, PollFlags::IN))
-            .collect();
+        let mut fds: Vec<PollFd<'_>> = vec![PollFd::from_borrowed_fd(sock.as_fd(), PollFlags::IN)];
+        for w in &watched {
+            fds.push(PollFd::from_borrowed_fd(w.pidfd.as_fd(), PollFlags::IN));
+            if let Some(s) = &w.sock {
+                fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
+            }
+        }
         match poll(&mut fds, None) {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(_) => return 1,
         }
         let request = !fds[0].revents().is_empty();
         drop(fds);
-        running.retain(|w| !reaped(w));
+        // The dead first (their status goes to the request they ran), then those now free.
+        watched.retain(|w| !reaped(w));
+        for w in &mut watched {
+            take_free_note(w);
+        }
         if !request {
             continue;
         }
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(FDS))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let got = rustix::net::recvmsg(
-            &sock,
-            &mut [IoSliceMut::new(&mut buf)],
-            &mut control,
-            RecvFlags::CMSG_CLOEXEC,
-        );
-        let received: Vec<OwnedFd> = control
-            .drain()
-            .flat_map(|m| match m {
-                RecvAncillaryMessage::ScmRights(fds) => fds.collect::<Vec<_>>(),
-                _ => Vec::new(),
-            })
-            .collect();
-        let n = match got {
-            Ok(m) if m.bytes > 0 => m.bytes,
-            Err(rustix::io::Errno::INTR) => continue,
+        let Some((n, received)) = receive(sock.as_fd(), &mut buf) else {
             // Automaton closed its end: it is gone, and so is the server's purpose.
-            _ => return 0,
+            return 0;
         };
-        let answer = match fork_one(&buf[..n], received, &sock, &mut running) {
+        let answer = match serve(&buf[..n], received, &sock, &mut watched) {
             Ok(pid) => pid,
             Err(e) => -e.raw_os_error().unwrap_or(libc::EINVAL),
         };
@@ -330,7 +369,8 @@ pub fn main() -> i32 {
     }
 }
 
-/// Whether `w` has exited; if so its wait status went to its status pipe.
+/// Whether `w` has exited; if so the wait status went to the status pipe of the request it
+/// ran.
 fn reaped(w: &Watched) -> bool {
     let mut st = 0;
     // SAFETY: waitpid on our own child with a valid out-pointer.
@@ -338,77 +378,159 @@ fn reaped(w: &Watched) -> bool {
         return false;
     }
     // Unread when the watchdog reported first; a closed pipe is no error (SIGPIPE is ignored).
-    let _ = rustix::io::write(&w.status, &report(BY_SERVER, st));
+    if let Some(status) = &w.status {
+        let _ = rustix::io::write(status, &report(BY_SERVER, st));
+    }
     true
 }
 
-/// Fork the watchdog a request asks for; its pid.
-fn fork_one(
+/// Read `w`'s note that it is free, if one came: it reported its agent's end, left nothing
+/// behind, and automaton let go of that agent (closed its control pipe), so no signal for
+/// that agent's group can reach the next one.
+fn take_free_note(w: &mut Watched) {
+    let Some(sock) = &w.sock else {
+        return;
+    };
+    let mut note = [0u8; 1];
+    match rustix::net::recv(sock, &mut note, RecvFlags::DONTWAIT) {
+        Ok((1, _)) => w.status = None,
+        Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
+        // Its end closed: it is exiting (its pidfd tells when).
+        _ => w.sock = None,
+    }
+}
+
+/// Give a request to a free watchdog, or fork one for it; the watchdog's pid.
+fn serve(
     payload: &[u8],
     fds: Vec<OwnedFd>,
     sock: &OwnedFd,
-    running: &mut Vec<Watched>,
+    watched: &mut Vec<Watched>,
 ) -> io::Result<i32> {
-    let invalid = || io::Error::from_raw_os_error(libc::EINVAL);
-    let [stdin, stdout, stderr, control, status]: [OwnedFd; FDS] =
-        fds.try_into().map_err(|_| invalid())?;
-    let mut fields = payload
-        .strip_suffix(&[0])
-        .ok_or_else(invalid)?
-        .split(|b| *b == 0);
-    let grace: u64 = fields
-        .next()
-        .and_then(|f| std::str::from_utf8(f).ok()?.parse().ok())
-        .ok_or_else(invalid)?;
-    let cwd = OsStr::from_bytes(fields.next().ok_or_else(invalid)?);
-    let command = std::str::from_utf8(fields.next().ok_or_else(invalid)?).map_err(|_| invalid())?;
-    let pid_file = Path::new(OsStr::from_bytes(fields.next().ok_or_else(invalid)?));
-    let owner = std::str::from_utf8(fields.next().ok_or_else(invalid)?).map_err(|_| invalid())?;
-    // The agent's environment as libc keeps one: each `NAME=value` is NUL-terminated in the
-    // request, which the forked child keeps (its copy) until it exits.
-    let env: Vec<*const libc::c_char> = fields
-        .map(|kv| kv.as_ptr().cast())
-        .chain(std::iter::once(std::ptr::null()))
-        .collect();
+    let job = Job::parse(payload, fds)?;
     // A folder that is not there is refused here, so the caller's own start reports it as
     // before, rather than a watchdog that exits 127.
-    if !Path::new(cwd).is_dir() {
+    if !Path::new(&job.cwd).is_dir() {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
+    for w in watched.iter_mut().filter(|w| w.status.is_none()) {
+        let Some(to) = &w.sock else { continue };
+        let fds = [
+            job.stdio[0].as_fd(),
+            job.stdio[1].as_fd(),
+            job.stdio[2].as_fd(),
+            job.control.as_fd(),
+            job.status.as_fd(),
+        ];
+        if send_with_fds(to.as_fd(), payload, &fds).is_ok() {
+            w.status = Some(job.status);
+            return Ok(w.pid);
+        }
+        // It is exiting: not asked again.
+        w.sock = None;
+    }
+    fork_one(job, sock, watched)
+}
+
+/// One request, parsed: what a watchdog runs next.
+struct Job {
+    stdio: [OwnedFd; 3],
+    control: OwnedFd,
+    status: OwnedFd,
+    grace: Duration,
+    cwd: OsString,
+    command: String,
+    pid_file: std::path::PathBuf,
+    owner: String,
+    /// The request's bytes, which the environment's pointers point into.
+    payload: Vec<u8>,
+}
+
+impl Job {
+    /// The fields of a request ([`send_request`]) and its five descriptors.
+    fn parse(payload: &[u8], fds: Vec<OwnedFd>) -> io::Result<Job> {
+        let invalid = || io::Error::from_raw_os_error(libc::EINVAL);
+        let [stdin, stdout, stderr, control, status]: [OwnedFd; FDS] =
+            fds.try_into().map_err(|_| invalid())?;
+        let mut fields = payload
+            .strip_suffix(&[0])
+            .ok_or_else(invalid)?
+            .split(|b| *b == 0);
+        let mut text = || {
+            fields
+                .next()
+                .and_then(|f| std::str::from_utf8(f).ok())
+                .ok_or_else(invalid)
+        };
+        let grace: u64 = text()?.parse().map_err(|_| invalid())?;
+        let cwd = OsString::from(text()?);
+        let command = text()?.to_owned();
+        let pid_file = text()?.into();
+        let owner = text()?.to_owned();
+        Ok(Job {
+            stdio: [stdin, stdout, stderr],
+            control,
+            status,
+            grace: Duration::from_millis(grace),
+            cwd,
+            command,
+            pid_file,
+            owner,
+            payload: payload.to_vec(),
+        })
+    }
+
+    /// The agent's environment as libc keeps one: pointers to the request's NUL-terminated
+    /// `NAME=value` strings (after the five fields), then a null.
+    fn environ(&self) -> Vec<*const libc::c_char> {
+        let fields = self.payload[..self.payload.len() - 1].split(|b| *b == 0);
+        fields
+            .skip(5)
+            .map(|kv| kv.as_ptr().cast())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    }
+}
+
+/// Fork a watchdog for `job`; its pid.
+fn fork_one(job: Job, sock: &OwnedFd, watched: &mut Vec<Watched>) -> io::Result<i32> {
     // The child waits for one byte on `held` until the server can watch it (its pidfd).
     let (held, hold) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+    let (ours, theirs) = rustix::net::socketpair(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC,
+        None,
+    )?;
     // SAFETY: the server is single-threaded, so the child may run any code after fork.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
-        drop(hold);
+        drop((hold, ours));
+        // Nothing of the server's may stay open here: another agent's status pipe held by
+        // this process would hide the server's death from automaton.
+        watched.clear();
+        // SAFETY: the fd number of the server's socket, closed in this process only (which
+        // never returns to the code that owns it).
+        unsafe { libc::close(std::os::fd::AsRawFd::as_raw_fd(sock)) };
         // The watchdog never returns into the server's code, not even by a panic.
         let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            be_watchdog(
-                [stdin, stdout, stderr],
-                control,
-                status,
-                (sock, running, held),
-                cwd,
-                command,
-                &env,
-                grace,
-                (pid_file, owner),
-            )
+            be_watchdog(job, held, theirs)
         }))
         .unwrap_or(127);
         // SAFETY: ends this forked process without running the server's destructors.
         unsafe { libc::_exit(code) }
     }
+    drop(theirs);
     // Either side may set the group first; both set the same one.
     // SAFETY: setpgid on our own child.
     unsafe {
         libc::setpgid(pid, pid);
     }
     let pidfd = rustix::process::Pid::from_raw(pid)
-        .ok_or_else(invalid)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))
         .and_then(|p| {
             rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty())
                 .map_err(io::Error::from)
@@ -417,7 +539,12 @@ fn fork_one(
         Ok(pidfd) => {
             // Watched: it may go on (a failed write is its end of file: it exits).
             let _ = rustix::io::write(&hold, b"w");
-            running.push(Watched { pid, pidfd, status });
+            watched.push(Watched {
+                pid,
+                pidfd,
+                status: Some(job.status),
+                sock: Some(ours),
+            });
             Ok(pid)
         }
         Err(e) => {
@@ -432,63 +559,131 @@ fn fork_one(
     }
 }
 
-/// The forked child's life: let go of everything of the server's, take on the agent's stdio,
-/// folder and environment, and watch it; the exit code.
-#[allow(clippy::too_many_arguments)]
-fn be_watchdog(
-    [stdin, stdout, stderr]: [OwnedFd; 3],
-    control: OwnedFd,
-    status: OwnedFd,
-    (sock, running, held): (&OwnedFd, &mut Vec<Watched>, OwnedFd),
-    cwd: &OsStr,
-    command: &str,
-    env: &[*const libc::c_char],
-    grace: u64,
-    (pid_file, owner): (&Path, &str),
-) -> i32 {
-    // Nothing of the server's may stay open here: another agent's status pipe held by this
-    // process would hide the server's death from automaton. Its own it keeps, to report.
-    running.clear();
-    // SAFETY: the fd number of the server's socket, closed in this process only (which never
-    // returns to the code that owns it); setpgid on ourselves.
+/// The forked child's life: lead its own group, then run the agent of `first` and of every
+/// request the server hands it after, each with that request's stdio, folder and
+/// environment. It stays for the next one only when the agent left nothing behind and no
+/// stop signal came, and only once automaton closed that agent's control pipe (so no signal
+/// meant for that agent's group can reach the next agent); else it exits like the agent. A
+/// fork and an exit fewer per phase: the fork, the page faults of a new process and its
+/// teardown cost more than the agent's own start in a short phase.
+fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
+    // SAFETY: setpgid on ourselves.
     unsafe {
-        libc::close(std::os::fd::AsRawFd::as_raw_fd(sock));
         libc::setpgid(0, 0);
     }
     // Until the server watches it, and unless automaton is gone meanwhile: then it never
     // writes the pid file (which a newer automaton may have written since) nor starts anything.
     let mut watched = [0u8; 1];
     if !matches!(rustix::io::read(&held, &mut watched), Ok(1))
-        || super::shim::control_closed(control.as_fd())
+        || super::shim::control_closed(first.control.as_fd())
     {
         return super::shim::NEVER_STARTED;
     }
     drop(held);
+    let watcher = match super::shim::Watcher::new() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("automaton: cannot watch the agent: {e}");
+            return 127;
+        }
+    };
+    let mut job = first;
+    let mut buf = Vec::new();
+    loop {
+        let waited = match run_job(&watcher, &job) {
+            Ok(waited) => waited,
+            Err(code) => return code,
+        };
+        let by = match super::shim::no_child_left() {
+            true => BY_WATCHDOG,
+            false => BY_WATCHDOG_LEFT_SOME,
+        };
+        // The agent's output ends here (no copy of its stdio is left): automaton may read
+        // to end of file.
+        let Job {
+            stdio,
+            control,
+            status,
+            ..
+        } = job;
+        drop(stdio);
+        let released = release_stdio();
+        let _ = rustix::io::write(&status, &report(by, waited));
+        drop(status);
+        if by != BY_WATCHDOG || watcher.stopped() || !released {
+            return super::shim::exit_like(waited);
+        }
+        // Free once automaton let go of this agent: its control pipe's end of file.
+        let mut fds = [PollFd::from_borrowed_fd(control.as_fd(), PollFlags::IN)];
+        while !matches!(poll(&mut fds, None), Ok(n) if n > 0) {}
+        drop(control);
+        if watcher.stopped() || rustix::net::send(&server, b"f", SendFlags::NOSIGNAL).is_err() {
+            return super::shim::exit_like(waited);
+        }
+        buf.resize(MAX_REQUEST, 0);
+        let Some((n, fds)) = receive(server.as_fd(), &mut buf) else {
+            return 0;
+        };
+        job = match Job::parse(&buf[..n], fds) {
+            Ok(next) => next,
+            Err(_) => return 127,
+        };
+    }
+}
+
+/// Give up the agent's stdin, stdout and stderr (for /dev/null); whether that worked.
+fn release_stdio() -> bool {
+    let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    else {
+        return false;
+    };
+    rustix::stdio::dup2_stdin(&null).is_ok()
+        && rustix::stdio::dup2_stdout(&null).is_ok()
+        && rustix::stdio::dup2_stderr(&null).is_ok()
+}
+
+/// Record this watchdog in the job's pid file, take on the job's stdio, folder and
+/// environment, and watch its agent: the agent's wait status, or (`Err`) the exit code of a
+/// watchdog that started nothing.
+fn run_job(watcher: &super::shim::Watcher, job: &Job) -> Result<i32, i32> {
+    // Automaton gone since it sent the request: nothing is recorded or started.
+    if super::shim::control_closed(job.control.as_fd()) {
+        return Err(super::shim::NEVER_STARTED);
+    }
     // Recorded before anything can start: a later run finds (and stops) this group by it.
-    let line = format!("{}\n", super::group::pid_record(std::process::id(), owner));
+    let line = format!(
+        "{}\n",
+        super::group::pid_record(std::process::id(), &job.owner)
+    );
     // A local agent dies with the machine: rename only, as automaton writes it (see `fsx`).
     let recorded = crate::fsx::write_recycling(
-        pid_file,
+        &job.pid_file,
         line.as_bytes(),
         crate::fsx::Durability::Rebuildable,
     );
-    let stdio_ok = rustix::stdio::dup2_stdin(&stdin).is_ok()
-        && rustix::stdio::dup2_stdout(&stdout).is_ok()
-        && rustix::stdio::dup2_stderr(&stderr).is_ok();
-    drop((stdin, stdout, stderr));
-    if !stdio_ok {
-        return 127;
+    let [stdin, stdout, stderr] = &job.stdio;
+    if !(rustix::stdio::dup2_stdin(stdin).is_ok()
+        && rustix::stdio::dup2_stdout(stdout).is_ok()
+        && rustix::stdio::dup2_stderr(stderr).is_ok())
+    {
+        return Err(127);
     }
     if let Err(e) = recorded {
         eprintln!(
             "automaton: cannot write {}: {e}; the agent was not started",
-            pid_file.display()
+            job.pid_file.display()
         );
-        return 127;
+        return Err(127);
     }
-    if let Err(e) = std::env::set_current_dir(cwd) {
-        eprintln!("automaton: cannot enter {}: {e}", Path::new(cwd).display());
-        return 127;
+    if let Err(e) = std::env::set_current_dir(&job.cwd) {
+        eprintln!(
+            "automaton: cannot enter {}: {e}",
+            Path::new(&job.cwd).display()
+        );
+        return Err(127);
     }
     // The agent's environment becomes the watchdog's own, so the agent inherits it (a
     // `Command` given an environment with PATH would fork rather than take posix_spawn), and
@@ -496,19 +691,21 @@ fn be_watchdog(
     unsafe extern "C" {
         static mut environ: *const *const libc::c_char;
     }
-    // SAFETY: the forked watchdog is single-threaded; `env` is null-terminated and outlives
-    // this process's use of it (the process exits from `fork_one`'s frame that owns it).
+    let env = job.environ();
+    // SAFETY: the watchdog is single-threaded; `env` is null-terminated and points into
+    // `job`, which outlives this use of it (the agent is spawned below, before either drops);
+    // `environ` is pointed back at an empty list before they drop.
     unsafe { environ = env.as_ptr() };
     let waited = super::shim::watch(
-        Duration::from_millis(grace),
-        control.as_fd(),
+        watcher,
+        job.grace,
+        job.control.as_fd(),
         super::shim::Start::Now,
-        command,
+        &job.command,
     );
-    let by = match super::shim::no_child_left() {
-        true => BY_WATCHDOG,
-        false => BY_WATCHDOG_LEFT_SOME,
-    };
-    let _ = rustix::io::write(&status, &report(by, waited));
-    super::shim::exit_like(waited)
+    // An empty list: one null pointer.
+    static NO_ENVIRONMENT: [usize; 1] = [0];
+    // SAFETY: as above; the agent is started, so nothing reads the job's environment again.
+    unsafe { environ = NO_ENVIRONMENT.as_ptr().cast() };
+    Ok(waited)
 }

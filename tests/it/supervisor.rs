@@ -320,6 +320,89 @@ fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
     );
 }
 
+/// A forked watchdog whose agent ended on its own is given the run's next agent (a fork and
+/// an exit fewer per phase), with that phase's own environment: every phase below writes its
+/// own artifact, named by its own `AUTOMATON_ARTIFACT`. What an agent left behind is stopped
+/// first. One that automaton had to stop (a phase over its time) exits: it is never given
+/// another agent.
+#[test]
+fn a_watchdog_is_given_the_next_agent_unless_it_was_stopped() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "## Limits\n- **Retries**: 1\n- **Retry backoff**: 0\n- **Max phase time**: 1s\n",
+    );
+    p.write(
+        "agent.sh",
+        "cat >/dev/null\n\
+         echo \"$AUTOMATON_PHASE $PPID\" >> \"$AUTOMATON_PROJECT/runs\"\n\
+         echo \"printed by $AUTOMATON_PHASE\"\n\
+         if [ \"$AUTOMATON_PHASE\" = design ] && [ ! -f \"$AUTOMATON_PROJECT/slow\" ]; then\n\
+           touch \"$AUTOMATON_PROJECT/slow\"; exec sleep 30\n\
+         fi\n\
+         if [ \"$AUTOMATON_PHASE\" = implement ]; then\n\
+           (setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $! > \"$AUTOMATON_PROJECT/left.pid\")\n\
+         fi\n\
+         case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac \
+           > \"$AUTOMATON_ARTIFACT\"\n",
+    );
+    let agent = format!("sh {}", p.join("agent.sh").display());
+    p.orchestrate_cmd()
+        .env_remove("AUTOMATON_RETRIES")
+        .args(["--agent", &agent, "reuse the watchdog"])
+        .assert()
+        .success();
+
+    let runs = p.read("runs");
+    let runs: Vec<(&str, u32)> = runs
+        .lines()
+        .map(|l| {
+            let (phase, ppid) = l.split_once(' ').unwrap();
+            (phase, ppid.parse().unwrap())
+        })
+        .collect();
+    let phases: Vec<&str> = runs.iter().map(|r| r.0).collect();
+    assert_eq!(
+        phases,
+        [
+            "research",
+            "design",
+            "design",
+            "test_design",
+            "implement",
+            "bug_find",
+            "adversarial_bug_find",
+            "doc_review",
+            "referee"
+        ]
+    );
+    // The watchdog stopped with the slow design is gone: the retry has another.
+    assert_ne!(runs[1].1, runs[2].1, "{runs:?}");
+    // Otherwise the next agent usually finds its watchdog free (one that is not yet is not
+    // waited for: the server forks another): at least one of six must have.
+    assert!(
+        runs[2..].windows(2).any(|w| w[0].1 == w[1].1),
+        "no watchdog ran a second agent: {runs:?}"
+    );
+    let left: i32 = p.read("left.pid").trim().parse().unwrap();
+    assert!(wait_gone(left), "the leftover {left} outlived its agent");
+    // And each with its own output: every phase's log holds what that phase printed.
+    let task = std::fs::read_dir(p.join("tasks"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap();
+    for phase in ["research", "test_design", "referee"] {
+        let log = std::fs::read_to_string(task.path().join(format!("logs/{phase}-1.log")));
+        assert!(
+            log.as_deref()
+                .is_ok_and(|l| l.contains(&format!("printed by {phase}\n"))
+                    && l.matches("printed by").count() == 1),
+            "{phase}: {log:?}"
+        );
+    }
+}
+
 /// The watchdog's own stop of a leftover waits on the kernel as well: a daemonized descendant
 /// that ignores SIGTERM keeps it waiting for the whole kill grace, and in that time it blocks
 /// a handful of times, where a 10 ms nap between looks would block about 80 times in 0.8 s.
