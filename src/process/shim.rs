@@ -81,6 +81,17 @@ pub fn main(args: &[String]) -> i32 {
     let grace = Duration::from_millis(grace.parse().unwrap_or(2000));
     // SAFETY: `control_fd` is the control pipe automaton handed down; borrowed, never closed.
     let control = unsafe { BorrowedFd::borrow_raw(control_fd) };
+    // Automaton writes the go byte once our pid is in the pid file; until then a stop signal
+    // ends the shim (its default action), and automaton's death is end of file here.
+    let mut go = [0u8; 1];
+    loop {
+        match rustix::io::read(control, &mut go) {
+            Ok(1) => break,
+            Err(rustix::io::Errno::INTR) => continue,
+            // Automaton died before it recorded us: the agent never runs.
+            _ => return NEVER_STARTED,
+        }
+    }
     let watcher = match Watcher::new() {
         Ok(w) => w,
         Err(e) => {
@@ -88,7 +99,7 @@ pub fn main(args: &[String]) -> i32 {
             return 127;
         }
     };
-    exit_like(watch(&watcher, grace, control, Start::AtGoByte, command))
+    exit_like(watch(&watcher, grace, control, command))
 }
 
 /// What wakes a watchdog: SIGCHLD and the stop signals, each writing a byte to one pipe.
@@ -116,42 +127,39 @@ impl Watcher {
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
     }
-}
 
-/// When the watchdog starts the agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Start {
-    /// Once automaton, having recorded the watchdog in the pid file, writes the go byte.
-    AtGoByte,
-    /// At once: the watchdog recorded itself. Unless automaton is already gone.
-    Now,
+    /// Block until `fd` is readable (or at its end) unless a stop signal comes first; whether
+    /// it is, with no stop signal. No deadline: a watchdog between agents waits for a word
+    /// from automaton or the fork server, each of which ends by closing its end.
+    pub fn wait_for(&self, fd: BorrowedFd<'_>) -> bool {
+        loop {
+            if self.stopped() {
+                return false;
+            }
+            let mut fds = [
+                PollFd::from_borrowed_fd(fd, PollFlags::IN),
+                PollFd::from_borrowed_fd(self.wake.as_fd(), PollFlags::IN),
+            ];
+            match poll(&mut fds, None) {
+                Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                Err(_) => return false,
+            }
+            let ready = !fds[0].revents().is_empty();
+            let mut buf = [0u8; 64];
+            while matches!(rustix::io::read(&self.wake, &mut buf), Ok(n) if n > 0) {}
+            if ready {
+                return !self.stopped();
+            }
+        }
+    }
 }
 
 /// Be the watchdog of `command` (started with this process's environment), in this process;
-/// the agent's wait status, or one made up for an end of the shim's own (`NEVER_STARTED`,
-/// 137: automaton died, 127: the agent could not start). Used by the re-executed shim
+/// the agent's wait status, or one made up for an end of the shim's own (137: automaton
+/// died, 127: the agent could not start). Used by the re-executed shim
 /// ([`main`]) and by one forked from the [`super::zygote`].
-pub fn watch(
-    watcher: &Watcher,
-    grace: Duration,
-    control: BorrowedFd<'_>,
-    start: Start,
-    command: &str,
-) -> i32 {
+pub fn watch(watcher: &Watcher, grace: Duration, control: BorrowedFd<'_>, command: &str) -> i32 {
     let exited = |code: i32| code << 8;
-    let mut go = [0u8; 1];
-    match start {
-        Start::AtGoByte => loop {
-            match rustix::io::read(control, &mut go) {
-                Ok(1) => break,
-                Err(rustix::io::Errno::INTR) => continue,
-                // Automaton died before it recorded us: the agent never runs.
-                _ => return exited(NEVER_STARTED),
-            }
-        },
-        Start::Now if control_closed(control) => return exited(NEVER_STARTED),
-        Start::Now => {}
-    }
     let _ = rustix::io::fcntl_setfd(control, rustix::io::FdFlags::CLOEXEC);
     // Every event the shim acts on comes from the kernel: a child exited (SIGCHLD), a stop
     // signal, or the control pipe closed. The handlers write to one wake-up pipe; no tick.

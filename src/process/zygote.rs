@@ -1,11 +1,12 @@
-//! A fork server for watchdogs: one small process, started once per automaton, that forks a
-//! [`super::shim`] for each agent instead of automaton executing its own 7 MB binary again.
+//! A fork server for watchdogs: one small process, started once per automaton, that forks
+//! [`super::shim`] watchdogs for its agents (and hands later agents to free ones) instead of
+//! automaton executing its own 7 MB binary again for each.
 //!
 //! Executing a dynamic binary costs about a millisecond of CPU here (the loader, relocations,
 //! libc's CPU probes, which trap to the hypervisor in a VM); a fork of a process that has
 //! done all that already costs a tenth. The watchdog it forks behaves as the re-executed one
 //! does (the same [`super::shim::watch`]): it leads the agent's process group and stops
-//! everything when the control pipe closes. It records itself: it writes its own line into
+//! everything when the agent's control pipe closes while the agent runs. It records itself: it writes its own line into
 //! the pid file before it starts the agent, where an executed watchdog waits for automaton to
 //! write it and send the go byte (two wake-ups fewer on every agent's start).
 //!
@@ -24,12 +25,15 @@
 //!   (watching its pidfd) and writes that wait status too, which counts only when it comes
 //!   first (a killed watchdog). Each report is one 8-byte write (atomic on a pipe): who
 //!   reports, then the raw status.
-//! - **Reuse.** A watchdog whose agent ended on its own, with nothing left below it, and
-//!   that got no stop signal, does not exit: once automaton closes that agent's control pipe
-//!   (so nothing of automaton's can still signal that group), it tells the server it is free
-//!   on a socket pair of their own, and the server hands it the next request (same message,
-//!   same descriptors) instead of forking. That saves a fork, a new process's page faults and
-//!   an exit per phase. A request that finds no free watchdog gets a new one.
+//! - **Reuse.** A watchdog whose agent ended on its own (not stopped by it because automaton
+//!   went away), with nothing left below it, and that got no stop signal, does not exit: once
+//!   automaton closes that agent's control pipe, which it does after it finished with the
+//!   agent's group (automaton signals a group only through that agent's runner, never by a
+//!   pid read back later from its own run), it tells the server it is free on a socket pair
+//!   of their own, and the server hands it the next request (same message, same descriptors)
+//!   instead of forking. A stop signal while it waits makes it exit. That saves a fork, a new
+//!   process's page faults and an exit per phase. A request that finds no free watchdog gets
+//!   a new one.
 //! - **Lifetime.** The server exits when automaton's end of the socket closes (even by
 //!   SIGKILL); its watchdogs then see their control pipes close and stop their agents, and
 //!   free ones see their socket close and exit.
@@ -198,9 +202,11 @@ fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> Result<Forked, Refus
     let (status, status_w) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)
         .map_err(|e| Refused::Declined(e.into()))?;
     let mut payload = Vec::with_capacity(4096);
+    // Absolute: a watchdog that ran another agent is in that agent's folder.
+    let cwd = std::path::absolute(req.cwd).map_err(Refused::Declined)?;
     for field in [
         OsStr::new(&req.grace.as_millis().to_string()),
-        req.cwd.as_os_str(),
+        cwd.as_os_str(),
         OsStr::new(req.command),
         req.pid_file.as_os_str(),
         OsStr::new(req.owner),
@@ -334,24 +340,39 @@ pub fn main() -> i32 {
     let mut watched: Vec<Watched> = Vec::new();
     let mut buf = vec![0u8; MAX_REQUEST];
     loop {
+        // The socket, then each watchdog's pidfd and its own socket (a closed one stays in
+        // the list, never ready, so that the indexes hold).
         let mut fds: Vec<PollFd<'_>> = vec![PollFd::from_borrowed_fd(sock.as_fd(), PollFlags::IN)];
         for w in &watched {
+            let note = w.sock.as_ref().map_or(sock.as_fd(), |s| s.as_fd());
+            let flags = if w.sock.is_some() {
+                PollFlags::IN
+            } else {
+                PollFlags::empty()
+            };
             fds.push(PollFd::from_borrowed_fd(w.pidfd.as_fd(), PollFlags::IN));
-            if let Some(s) = &w.sock {
-                fds.push(PollFd::from_borrowed_fd(s.as_fd(), PollFlags::IN));
-            }
+            fds.push(PollFd::from_borrowed_fd(note, flags));
         }
         match poll(&mut fds, None) {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(_) => return 1,
         }
-        let request = !fds[0].revents().is_empty();
+        let ready: Vec<bool> = fds.iter().map(|f| !f.revents().is_empty()).collect();
         drop(fds);
         // The dead first (their status goes to the request they ran), then those now free.
-        watched.retain(|w| !reaped(w));
-        for w in &mut watched {
-            take_free_note(w);
-        }
+        let mut i = 0;
+        watched.retain_mut(|w| {
+            let (died, noted) = (ready[1 + 2 * i], ready[2 + 2 * i]);
+            i += 1;
+            if died && reaped(w) {
+                return false;
+            }
+            if noted {
+                take_free_note(w);
+            }
+            true
+        });
+        let request = ready[0];
         if !request {
             continue;
         }
@@ -384,9 +405,8 @@ fn reaped(w: &Watched) -> bool {
     true
 }
 
-/// Read `w`'s note that it is free, if one came: it reported its agent's end, left nothing
-/// behind, and automaton let go of that agent (closed its control pipe), so no signal for
-/// that agent's group can reach the next one.
+/// Read `w`'s note that it is free: it reported its agent's end, left nothing behind, and
+/// automaton let go of that agent (closed its control pipe).
 fn take_free_note(w: &mut Watched) {
     let Some(sock) = &w.sock else {
         return;
@@ -444,6 +464,8 @@ struct Job {
     owner: String,
     /// The request's bytes, which the environment's pointers point into.
     payload: Vec<u8>,
+    /// Where in `payload` the environment starts.
+    env_at: usize,
 }
 
 impl Job {
@@ -456,17 +478,22 @@ impl Job {
             .strip_suffix(&[0])
             .ok_or_else(invalid)?
             .split(|b| *b == 0);
-        let mut text = || {
-            fields
-                .next()
-                .and_then(|f| std::str::from_utf8(f).ok())
-                .ok_or_else(invalid)
+        let mut env_at = 0;
+        let mut field = || {
+            let f = fields.next().ok_or_else(invalid)?;
+            env_at += f.len() + 1;
+            Ok::<_, io::Error>(f)
         };
-        let grace: u64 = text()?.parse().map_err(|_| invalid())?;
-        let cwd = OsString::from(text()?);
-        let command = text()?.to_owned();
-        let pid_file = text()?.into();
-        let owner = text()?.to_owned();
+        let text = |f: &[u8]| {
+            std::str::from_utf8(f)
+                .map(str::to_owned)
+                .map_err(|_| invalid())
+        };
+        let grace: u64 = text(field()?)?.parse().map_err(|_| invalid())?;
+        let cwd = OsStr::from_bytes(field()?).to_owned();
+        let command = text(field()?)?;
+        let pid_file = OsStr::from_bytes(field()?).into();
+        let owner = text(field()?)?;
         Ok(Job {
             stdio: [stdin, stdout, stderr],
             control,
@@ -477,15 +504,15 @@ impl Job {
             pid_file,
             owner,
             payload: payload.to_vec(),
+            env_at,
         })
     }
 
     /// The agent's environment as libc keeps one: pointers to the request's NUL-terminated
     /// `NAME=value` strings (after the five fields), then a null.
     fn environ(&self) -> Vec<*const libc::c_char> {
-        let fields = self.payload[..self.payload.len() - 1].split(|b| *b == 0);
-        fields
-            .skip(5)
+        let env = self.payload.get(self.env_at..).unwrap_or_default();
+        env.split_inclusive(|b| *b == 0)
             .map(|kv| kv.as_ptr().cast())
             .chain(std::iter::once(std::ptr::null()))
             .collect()
@@ -571,18 +598,17 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
     unsafe {
         libc::setpgid(0, 0);
     }
-    // Until the server watches it, and unless automaton is gone meanwhile: then it never
-    // writes the pid file (which a newer automaton may have written since) nor starts anything.
+    // Until the server watches it (run_job then checks that automaton is still there).
     let mut watched = [0u8; 1];
-    if !matches!(rustix::io::read(&held, &mut watched), Ok(1))
-        || super::shim::control_closed(first.control.as_fd())
-    {
+    if !matches!(rustix::io::read(&held, &mut watched), Ok(1)) {
         return super::shim::NEVER_STARTED;
     }
     drop(held);
     let watcher = match super::shim::Watcher::new() {
         Ok(w) => w,
         Err(e) => {
+            // Said in the agent's log: this process's own stderr is the server's /dev/null.
+            let _ = rustix::stdio::dup2_stderr(&first.stdio[2]);
             eprintln!("automaton: cannot watch the agent: {e}");
             return 127;
         }
@@ -598,6 +624,9 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
             true => BY_WATCHDOG,
             false => BY_WATCHDOG_LEFT_SOME,
         };
+        // Closed before the report: the agent was stopped because automaton went away (or
+        // gave up on this start), not ended on its own.
+        let cut_off = super::shim::control_closed(job.control.as_fd());
         // The agent's output ends here (no copy of its stdio is left): automaton may read
         // to end of file.
         let Job {
@@ -610,14 +639,17 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
         let released = release_stdio();
         let _ = rustix::io::write(&status, &report(by, waited));
         drop(status);
-        if by != BY_WATCHDOG || watcher.stopped() || !released {
+        if by != BY_WATCHDOG || cut_off || !released
+            // Free once automaton let go of this agent (its control pipe's end of file),
+            // unless a stop signal comes first.
+            || !watcher.wait_for(control.as_fd())
+        {
             return super::shim::exit_like(waited);
         }
-        // Free once automaton let go of this agent: its control pipe's end of file.
-        let mut fds = [PollFd::from_borrowed_fd(control.as_fd(), PollFlags::IN)];
-        while !matches!(poll(&mut fds, None), Ok(n) if n > 0) {}
         drop(control);
-        if watcher.stopped() || rustix::net::send(&server, b"f", SendFlags::NOSIGNAL).is_err() {
+        if rustix::net::send(&server, b"f", SendFlags::NOSIGNAL).is_err()
+            || !watcher.wait_for(server.as_fd())
+        {
             return super::shim::exit_like(waited);
         }
         buf.resize(MAX_REQUEST, 0);
@@ -625,6 +657,8 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
             return 0;
         };
         job = match Job::parse(&buf[..n], fds) {
+            // A stop signal that came with the request: it is not started.
+            Ok(_) if watcher.stopped() => return super::shim::NEVER_STARTED,
             Ok(next) => next,
             Err(_) => return 127,
         };
@@ -696,13 +730,7 @@ fn run_job(watcher: &super::shim::Watcher, job: &Job) -> Result<i32, i32> {
     // `job`, which outlives this use of it (the agent is spawned below, before either drops);
     // `environ` is pointed back at an empty list before they drop.
     unsafe { environ = env.as_ptr() };
-    let waited = super::shim::watch(
-        watcher,
-        job.grace,
-        job.control.as_fd(),
-        super::shim::Start::Now,
-        &job.command,
-    );
+    let waited = super::shim::watch(watcher, job.grace, job.control.as_fd(), &job.command);
     // An empty list: one null pointer.
     static NO_ENVIRONMENT: [usize; 1] = [0];
     // SAFETY: as above; the agent is started, so nothing reads the job's environment again.

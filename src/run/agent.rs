@@ -60,6 +60,9 @@ pub struct AgentSpec<'a> {
     pub kill_grace: Duration,
     /// Called (from the runner's thread) with the latest non-empty output line.
     pub on_line: Option<&'a (dyn Fn(&str) + Sync)>,
+    /// Set (by `on_line`: a budget crossed) to have the runner stop the agent, as it stops one
+    /// past its contract grace; checked after each batch of output.
+    pub stop: Option<&'a AtomicBool>,
 }
 
 /// Why the phase's process ended.
@@ -254,9 +257,10 @@ pub fn run_agent_on(
             group.stop()?;
             break end;
         }
-        if contract_seen_at.is_some_and(|t| now.duration_since(t) >= spec.contract_grace) {
+        let asked = spec.stop.is_some_and(|s| s.load(Ordering::SeqCst));
+        if asked || contract_seen_at.is_some_and(|t| now.duration_since(t) >= spec.contract_grace) {
             let status = group.stop()?;
-            stopped_after_contract = true;
+            stopped_after_contract = !asked;
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
     };
@@ -309,9 +313,15 @@ pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u
             ),
         ));
     }
+    // Our own record (a phase of this run whose file could not be removed): that agent's
+    // group was stopped by its runner, and its watchdog may run another agent by now.
+    let ours = owner == Some(std::process::id())
+        && owner_start.is_some()
+        && process::group::start_time(std::process::id()) == owner_start;
     let stopped = match (pid, start) {
         (Some(pid), Some(start))
-            if pid.as_raw_pid() > 1
+            if !ours
+                && pid.as_raw_pid() > 1
                 && process::group::group_alive(pid)
                 && our_group(pid, start) =>
         {

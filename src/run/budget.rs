@@ -12,6 +12,7 @@ use crate::store::journal;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The run's two budgets and what the run spent so far.
 #[derive(Debug, Default)]
@@ -80,12 +81,13 @@ pub fn phase_spend(report: &super::adapter::PhaseReport) -> Spend {
     }
 }
 
-/// Watches one running phase's log for streamed usage; once a budget is crossed it stops the
-/// agent's process group (TERM, the kill grace, KILL), as a timeout would.
+/// Watches one running phase's log for streamed usage; once a budget is crossed it asks the
+/// runner to stop the agent ([`Watch::stop_flag`]), which stops it as it stops a timed-out one.
 pub struct Watch<'r, 'a> {
     run: &'r Run<'a>,
     log: PathBuf,
-    pid_file: PathBuf,
+    /// Set once a budget is crossed; the runner (`AgentSpec::stop`) then stops the agent.
+    stop: AtomicBool,
     /// What the task's journal said before this phase.
     task_before: Spend,
     inner: Mutex<WatchState>,
@@ -101,7 +103,7 @@ struct WatchState {
 
 impl<'r, 'a> Watch<'r, 'a> {
     /// `None` when no budget is set or the adapter streams no usage.
-    pub fn new(run: &'r Run<'a>, task_dir: &Path, log: &Path, pid_file: &Path) -> Option<Self> {
+    pub fn new(run: &'r Run<'a>, task_dir: &Path, log: &Path) -> Option<Self> {
         let streams = matches!(run.adapter.name(), "claude" | "codex" | "aider");
         if !streams || !(run.budgets.task.is_set() || run.budgets.run.is_set()) {
             return None;
@@ -111,7 +113,7 @@ impl<'r, 'a> Watch<'r, 'a> {
         Some(Watch {
             run,
             log: log.to_path_buf(),
-            pid_file: pid_file.to_path_buf(),
+            stop: AtomicBool::new(false),
             task_before: task_spent(task_dir),
             inner: Mutex::new(WatchState {
                 offset,
@@ -158,7 +160,7 @@ impl<'r, 'a> Watch<'r, 'a> {
             });
         if let Some(t) = tripped {
             st.tripped = Some(t);
-            self.stop_agent();
+            self.stop.store(true, Ordering::SeqCst);
         }
     }
 
@@ -171,16 +173,10 @@ impl<'r, 'a> Watch<'r, 'a> {
             .clone()
     }
 
-    /// Stop the agent's group from a helper thread (the runner reaps the leader meanwhile and
-    /// finishes the group as after any exit).
-    fn stop_agent(&self) {
-        let pid = std::fs::read_to_string(&self.pid_file)
-            .ok()
-            .and_then(|t| t.split_whitespace().next()?.parse::<u32>().ok())
-            .filter(|p| *p > 1);
-        if let Some(pid) = pid {
-            let grace = self.run.limits.kill_grace;
-            std::thread::spawn(move || crate::process::group::stop_foreign_group(pid, grace));
-        }
+    /// Set once a budget is crossed: for the runner, which checks it after each line it
+    /// hands to `on_output` (from its own thread) and then stops the agent itself. Nothing is
+    /// signalled by pid from here, so no stop can outlive the phase and reach another agent.
+    pub fn stop_flag(&self) -> &AtomicBool {
+        &self.stop
     }
 }

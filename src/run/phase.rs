@@ -283,7 +283,7 @@ pub fn run_phase_noted(
         ))
     };
     // Budgets are also checked while the phase runs, from the usage the agent streams.
-    let watch = super::budget::Watch::new(run, task_dir, &log, &pid_file);
+    let watch = super::budget::Watch::new(run, task_dir, &log);
     let live = |line: &str| {
         *last_line.lock().unwrap_or_else(|e| e.into_inner()) = run.adapter.live_line(line);
         show();
@@ -304,6 +304,7 @@ pub fn run_phase_noted(
         contract_grace: run.limits.contract_grace,
         kill_grace: run.limits.kill_grace,
         on_line: Some(&live),
+        stop: watch.as_ref().map(|w| w.stop_flag()),
         pid_file: Some(&pid_file),
         sync_after_start: Some(&marker),
     };
@@ -469,6 +470,7 @@ fn run_check(
         on_line: None,
         pid_file: Some(&pid_file),
         sync_after_start: None,
+        stop: None,
     };
     let outcome = {
         let _slot = run.slots.acquire(run.cancel);

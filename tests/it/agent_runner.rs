@@ -49,6 +49,7 @@ impl Fx {
             on_line: None,
             pid_file: None,
             sync_after_start: None,
+            stop: None,
         }
     }
 
@@ -355,6 +356,7 @@ fn second_interrupt_kills_groups_and_exits_130() {
                 on_line: None,
                 pid_file: None,
                 sync_after_start: None,
+                stop: None,
             };
             let _ = run_agent(&spec);
         });

@@ -184,6 +184,7 @@ fn a_child_that_exits_is_noticed_from_the_kernel_not_a_tick() {
         on_line: None,
         pid_file: None,
         sync_after_start: None,
+        stop: None,
     };
     let before = blocked_count();
     let out = run_agent(&spec).unwrap();
