@@ -40,6 +40,9 @@ write() {
   printf '%s\n' "$1" > "$tmp" && mv "$tmp" "$AUTOMATON_ARTIFACT"
 }
 
+# A pid file appears whole (temp + rename): tests read it as soon as it exists.
+put_pid() { printf '%s\n' "$1" > "$AUTOMATON_TASK_DIR/$2.part" && mv "$AUTOMATON_TASK_DIR/$2.part" "$AUTOMATON_TASK_DIR/$2"; }
+
 content() {
   case $phase in
     referee) echo "# Verdict for $task
@@ -62,7 +65,7 @@ case $behavior in
   ok) ;;
   slow) sleep "${AGENT_SLEEP:-0.2}" ;;
   gate)
-    echo $$ > "$AUTOMATON_TASK_DIR/child.pid"
+    put_pid $$ child.pid
     echo "waiting for the gate"
     while [ ! -e "$AUTOMATON_TASK_DIR/gate" ]; do sleep 0.1; done
     echo "through the gate" ;;
@@ -83,8 +86,8 @@ Verdict: FAIL"; record; exit 0 ;;
   met_exit3) write "$(content)"; record; echo CONTRACT_MET; exit 3 ;;
   hang)
     sleep 1000 &
-    echo $! > "$AUTOMATON_TASK_DIR/grandchild.pid"
-    echo $$ > "$AUTOMATON_TASK_DIR/child.pid"
+    put_pid $! grandchild.pid
+    put_pid $$ child.pid
     record
     sleep 1000
     exit 0 ;;

@@ -291,12 +291,8 @@ fn tmux_agent_runs_in_a_window_and_attach_finds_it() {
         "working on research",
     );
     // Ctrl-C stops the agent's whole group and closes its window.
-    let child: i32 = p.read("tasks/watch-me/child.pid").trim().parse().unwrap();
-    let grandchild: i32 = p
-        .read("tasks/watch-me/grandchild.pid")
-        .trim()
-        .parse()
-        .unwrap();
+    let child = p.wait_pid("tasks/watch-me/child.pid");
+    let grandchild = p.wait_pid("tasks/watch-me/grandchild.pid");
     unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
     assert_eq!(run.wait().unwrap().code(), Some(130));
     assert!(wait_gone(child) && wait_gone(grandchild));

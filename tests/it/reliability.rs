@@ -152,18 +152,9 @@ fn f5_agent_of_a_killed_automaton_is_stopped_within_seconds() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&pidf);
-    std::thread::sleep(Duration::from_millis(100));
-    let pid: i32 = std::fs::read_to_string(&pidf)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let zygote: i32 = std::fs::read_to_string(&zygote)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    // The agent writes its pid after the fork server's, so both are whole once it is.
+    let pid = p.wait_pid("agent.pid.test");
+    let zygote = p.wait_pid("zygote.pid");
     assert_ne!(
         zygote,
         run.id() as i32,

@@ -4,7 +4,7 @@
 //! learnt from the kernel, not from a polling tick. No timing bound here is tight: what is
 //! checked is ordering and counts.
 
-use crate::harness::{Project, process_gone, wait_for, wait_gone};
+use crate::harness::{Project, process_gone, wait_gone};
 use automaton::process::{Event, Group, Options, Output};
 use automaton::run::agent::{AgentEnd, AgentSpec, run_agent};
 use rustix::process::{Pid, Signal, kill_process};
@@ -14,10 +14,6 @@ use std::time::{Duration, Instant};
 
 fn signal(pid: u32, sig: Signal) {
     kill_process(Pid::from_raw(pid as i32).unwrap(), sig).unwrap();
-}
-
-fn read_pid(p: &Project, rel: &str) -> i32 {
-    p.read(rel).trim().parse().unwrap()
 }
 
 /// A stop signal to automaton while an agent (and its grandchild) runs a phase: exit 130, both
@@ -34,10 +30,8 @@ fn stop_signal_mid_phase(sig: Signal, task: &str) {
         .spawn()
         .unwrap();
     let dir = format!("tasks/{task}");
-    wait_for(&p.join(&format!("{dir}/grandchild.pid")));
-    wait_for(&p.join(&format!("{dir}/child.pid")));
-    let child = read_pid(&p, &format!("{dir}/child.pid"));
-    let grandchild = read_pid(&p, &format!("{dir}/grandchild.pid"));
+    let grandchild = p.wait_pid(&format!("{dir}/grandchild.pid"));
+    let child = p.wait_pid(&format!("{dir}/child.pid"));
     assert!(!process_gone(child) && !process_gone(grandchild));
     signal(run.id(), sig);
     let out = run.wait_with_output().unwrap();
@@ -113,8 +107,8 @@ fn a_detection_script_that_ignores_sigterm_is_killed_after_the_grace() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(json.get("recommended_kb").is_some(), "{json}");
     // The script shrugged off TERM, so only the KILL after the grace ended it (and its child).
-    let script = read_pid(&p, "script.pid");
-    let sleeper = read_pid(&p, "sleeper.pid");
+    let script = p.wait_pid("script.pid");
+    let sleeper = p.wait_pid("sleeper.pid");
     assert!(wait_gone(script), "script {script} alive");
     assert!(wait_gone(sleeper), "sleeper {sleeper} alive");
 }
@@ -130,9 +124,8 @@ fn ctrl_c_during_the_detection_script_stops_it_and_exits_130() {
     .env("AUTOMATON_KILL_GRACE", "300ms")
     .spawn()
     .unwrap();
-    wait_for(&p.join("sleeper.pid"));
-    let script = read_pid(&p, "script.pid");
-    let sleeper = read_pid(&p, "sleeper.pid");
+    let script = p.wait_pid("script.pid");
+    let sleeper = p.wait_pid("sleeper.pid");
     signal(run.id(), Signal::INT);
     let out = run.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{out:?}");
