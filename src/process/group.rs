@@ -679,7 +679,8 @@ fn live_members(pgid: Pid) -> Vec<i32> {
         .collect()
 }
 
-fn timespec(d: Duration) -> rustix::event::Timespec {
+/// `d` as poll's timeout.
+pub(super) fn timespec(d: Duration) -> rustix::event::Timespec {
     rustix::event::Timespec {
         tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
         tv_nsec: d.subsec_nanos().into(),

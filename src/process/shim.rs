@@ -272,13 +272,8 @@ fn wake_pipe(stop: &std::sync::Arc<AtomicBool>) -> std::io::Result<rustix::fd::O
 /// Block until the control pipe or the wake-up pipe is readable, or `deadline`; then empty
 /// the wake-up pipe (its bytes only say "look again").
 fn wait_for_event(control: BorrowedFd<'_>, wake: BorrowedFd<'_>, deadline: Option<Instant>) {
-    let timeout = deadline.map(|d| {
-        let left = d.saturating_duration_since(Instant::now());
-        rustix::event::Timespec {
-            tv_sec: left.as_secs() as i64,
-            tv_nsec: i64::from(left.subsec_nanos()),
-        }
-    });
+    let timeout =
+        deadline.map(|d| super::group::timespec(d.saturating_duration_since(Instant::now())));
     let mut fds = [
         PollFd::from_borrowed_fd(control, PollFlags::IN),
         PollFd::from_borrowed_fd(wake, PollFlags::IN),
@@ -382,11 +377,7 @@ fn wait_any_exit(pids: &[i32], end: Instant) {
         .iter()
         .map(|fd| PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN))
         .collect();
-    let timeout = rustix::event::Timespec {
-        tv_sec: left.as_secs() as i64,
-        tv_nsec: i64::from(left.subsec_nanos()),
-    };
-    let _ = poll(&mut polled, Some(&timeout));
+    let _ = poll(&mut polled, Some(&super::group::timespec(left)));
 }
 
 /// Send `sig` to every live descendant; how many there were.

@@ -55,7 +55,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The hidden first argument that turns the binary into the fork server.
 pub const ZYGOTE_ARG: &str = "__agent-zygote";
@@ -242,13 +242,15 @@ fn send_request(sock: BorrowedFd<'_>, req: &Request<'_>) -> Result<Forked, Refus
     drop(status_w);
     let lost = |why: &str| Refused::Lost(io::Error::other(format!("the fork server {why}")));
     let mut fds = [PollFd::from_borrowed_fd(sock, PollFlags::IN)];
-    let timeout = rustix::event::Timespec {
-        tv_sec: ANSWER_WITHIN.as_secs() as i64,
-        tv_nsec: 0,
-    };
-    match poll(&mut fds, Some(&timeout)) {
-        Ok(n) if n > 0 => {}
-        _ => return Err(lost("did not answer")),
+    // A signal (Ctrl-C) landing on this thread is not a lost server: wait out the rest.
+    let deadline = Instant::now() + ANSWER_WITHIN;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match poll(&mut fds, Some(&super::group::timespec(left))) {
+            Ok(n) if n > 0 => break,
+            Err(rustix::io::Errno::INTR) if !left.is_zero() => {}
+            _ => return Err(lost("did not answer")),
+        }
     }
     let mut reply = [0u8; 4];
     let n = loop {
@@ -588,11 +590,12 @@ fn fork_one(job: Job, sock: &OwnedFd, watched: &mut Vec<Watched>) -> io::Result<
 
 /// The forked child's life: lead its own group, then run the agent of `first` and of every
 /// request the server hands it after, each with that request's stdio, folder and
-/// environment. It stays for the next one only when the agent left nothing behind and no
-/// stop signal came, and only once automaton closed that agent's control pipe (so no signal
-/// meant for that agent's group can reach the next agent); else it exits like the agent. A
-/// fork and an exit fewer per phase: the fork, the page faults of a new process and its
-/// teardown cost more than the agent's own start in a short phase.
+/// environment. It stays for the next one only when the agent left nothing behind, changed
+/// none of its settings (priority, limits) and no stop signal came, and only once automaton
+/// closed that agent's control pipe (so no signal meant for that agent's group can reach the
+/// next agent); else it exits like the agent. A fork and an exit fewer per phase: the fork,
+/// the page faults of a new process and its teardown cost more than the agent's own start in
+/// a short phase.
 fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
     // SAFETY: setpgid on ourselves.
     unsafe {
@@ -613,6 +616,7 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
             return 127;
         }
     };
+    let settings = Settings::now();
     let mut job = first;
     let mut buf = Vec::new();
     loop {
@@ -639,7 +643,9 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
         let released = release_stdio();
         let _ = rustix::io::write(&status, &report(by, waited));
         drop(status);
-        if by != BY_WATCHDOG || cut_off || !released
+        // Out of the agent's folder: a free watchdog must not keep a mount busy.
+        let _ = rustix::process::chdir("/");
+        if by != BY_WATCHDOG || cut_off || !released || Settings::now() != settings
             // Free once automaton let go of this agent (its control pipe's end of file),
             // unless a stop signal comes first.
             || !watcher.wait_for(control.as_fd())
@@ -647,14 +653,18 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
             return super::shim::exit_like(waited);
         }
         drop(control);
-        if rustix::net::send(&server, b"f", SendFlags::NOSIGNAL).is_err()
-            || !watcher.wait_for(server.as_fd())
-        {
+        if rustix::net::send(&server, b"f", SendFlags::NOSIGNAL).is_err() {
             return super::shim::exit_like(waited);
+        }
+        // Free: the server may hand this watchdog a request at any moment, and reports its
+        // exit to that request. From here an exit says the next agent never started, never
+        // the last agent's status.
+        if !watcher.wait_for(server.as_fd()) {
+            return super::shim::NEVER_STARTED;
         }
         buf.resize(MAX_REQUEST, 0);
         let Some((n, fds)) = receive(server.as_fd(), &mut buf) else {
-            return 0;
+            return super::shim::NEVER_STARTED;
         };
         job = match Job::parse(&buf[..n], fds) {
             // A stop signal that came with the request: it is not started.
@@ -662,6 +672,32 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
             Ok(next) => next,
             Err(_) => return 127,
         };
+    }
+}
+
+/// What an agent of the same user can change in its watchdog (`renice -g`, `prlimit --pid
+/// $PPID`) and the next agent would inherit: a watchdog whose settings moved is not reused.
+#[derive(PartialEq)]
+struct Settings {
+    nice: Option<i32>,
+    limits: [rustix::process::Rlimit; 6],
+}
+
+impl Settings {
+    fn now() -> Settings {
+        use rustix::process::{Resource, getrlimit};
+        Settings {
+            nice: rustix::process::getpriority_process(None).ok(),
+            limits: [
+                Resource::Cpu,
+                Resource::Fsize,
+                Resource::Nofile,
+                Resource::As,
+                Resource::Nproc,
+                Resource::Core,
+            ]
+            .map(getrlimit),
+        }
     }
 }
 

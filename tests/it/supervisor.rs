@@ -397,6 +397,40 @@ fn a_watchdog_is_given_the_next_agent_unless_it_was_stopped() {
     }
 }
 
+/// An agent may change its watchdog's priority or limits (`renice -g` of its group,
+/// `prlimit --pid $PPID`); the next agent must not inherit that, so such a watchdog is not
+/// given another agent.
+#[test]
+fn a_watchdog_an_agent_reniced_or_limited_is_not_reused() {
+    let p = Project::new();
+    p.write(
+        "agent.sh",
+        "cat >/dev/null\n\
+         echo \"$AUTOMATON_PHASE $PPID $(nice) $(ulimit -n)\" >> \"$AUTOMATON_PROJECT/runs\"\n\
+         case $AUTOMATON_PHASE in\n\
+           research) renice -n 5 -p $PPID >/dev/null ;;\n\
+           design) prlimit --pid $PPID --nofile=100: ;;\n\
+         esac\n\
+         case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac \
+           > \"$AUTOMATON_ARTIFACT\"\n",
+    );
+    let agent = format!("sh {}", p.join("agent.sh").display());
+    p.orchestrate_cmd()
+        .args(["--agent", &agent, "change my watchdog"])
+        .assert()
+        .success();
+    let runs = p.read("runs");
+    let runs: Vec<Vec<&str>> = runs.lines().map(|l| l.split(' ').collect()).collect();
+    assert_eq!(runs.len(), 8, "{runs:?}");
+    // Every agent starts with the priority and limit the first one had.
+    for run in &runs {
+        assert_eq!(run[2..], runs[0][2..], "{runs:?}");
+    }
+    // The two watchdogs that were changed were not given the next agent.
+    assert_ne!(runs[0][1], runs[1][1], "{runs:?}");
+    assert_ne!(runs[1][1], runs[2][1], "{runs:?}");
+}
+
 /// The watchdog's own stop of a leftover waits on the kernel as well: a daemonized descendant
 /// that ignores SIGTERM keeps it waiting for the whole kill grace, and in that time it blocks
 /// a handful of times, where a 10 ms nap between looks would block about 80 times in 0.8 s.
