@@ -643,8 +643,6 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
         let released = release_stdio();
         let _ = rustix::io::write(&status, &report(by, waited));
         drop(status);
-        // Out of the agent's folder: a free watchdog must not keep a mount busy.
-        let _ = rustix::process::chdir("/");
         if by != BY_WATCHDOG || cut_off || !released || Settings::now() != settings
             // Free once automaton let go of this agent (its control pipe's end of file),
             // unless a stop signal comes first.
@@ -653,6 +651,8 @@ fn be_watchdog(first: Job, held: OwnedFd, server: OwnedFd) -> i32 {
             return super::shim::exit_like(waited);
         }
         drop(control);
+        // Out of the agent's folder: a free watchdog must not keep a mount busy.
+        let _ = rustix::process::chdir("/");
         if rustix::net::send(&server, b"f", SendFlags::NOSIGNAL).is_err() {
             return super::shim::exit_like(waited);
         }

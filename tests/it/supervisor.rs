@@ -314,6 +314,20 @@ fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
     );
 }
 
+/// An agent command (`sh agent.sh`) that reads its prompt, runs `body`, then writes its
+/// phase's artifact (a passing verdict for the referee).
+fn phase_agent(p: &Project, body: &str) -> String {
+    p.write(
+        "agent.sh",
+        format!(
+            "cat >/dev/null\n{body}\
+             case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac \
+               > \"$AUTOMATON_ARTIFACT\"\n"
+        ),
+    );
+    format!("sh {}", p.join("agent.sh").display())
+}
+
 /// A forked watchdog whose agent ended on its own is given the run's next agent (a fork and
 /// an exit fewer per phase), with that phase's own environment: every phase below writes its
 /// own artifact, named by its own `AUTOMATON_ARTIFACT`. What an agent left behind is stopped
@@ -326,21 +340,17 @@ fn a_watchdog_is_given_the_next_agent_unless_it_was_stopped() {
         ".automaton/config.md",
         "## Limits\n- **Retries**: 1\n- **Retry backoff**: 0\n- **Max phase time**: 1s\n",
     );
-    p.write(
-        "agent.sh",
-        "cat >/dev/null\n\
-         echo \"$AUTOMATON_PHASE $PPID\" >> \"$AUTOMATON_PROJECT/runs\"\n\
+    let agent = phase_agent(
+        &p,
+        "echo \"$AUTOMATON_PHASE $PPID\" >> \"$AUTOMATON_PROJECT/runs\"\n\
          echo \"printed by $AUTOMATON_PHASE\"\n\
          if [ \"$AUTOMATON_PHASE\" = design ] && [ ! -f \"$AUTOMATON_PROJECT/slow\" ]; then\n\
            touch \"$AUTOMATON_PROJECT/slow\"; exec sleep 30\n\
          fi\n\
          if [ \"$AUTOMATON_PHASE\" = implement ]; then\n\
            (setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $! > \"$AUTOMATON_PROJECT/left.pid\")\n\
-         fi\n\
-         case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac \
-           > \"$AUTOMATON_ARTIFACT\"\n",
+         fi\n",
     );
-    let agent = format!("sh {}", p.join("agent.sh").display());
     p.orchestrate_cmd()
         .env_remove("AUTOMATON_RETRIES")
         .args(["--agent", &agent, "reuse the watchdog"])
@@ -403,18 +413,14 @@ fn a_watchdog_is_given_the_next_agent_unless_it_was_stopped() {
 #[test]
 fn a_watchdog_an_agent_reniced_or_limited_is_not_reused() {
     let p = Project::new();
-    p.write(
-        "agent.sh",
-        "cat >/dev/null\n\
-         echo \"$AUTOMATON_PHASE $PPID $(nice) $(ulimit -n)\" >> \"$AUTOMATON_PROJECT/runs\"\n\
+    let agent = phase_agent(
+        &p,
+        "echo \"$AUTOMATON_PHASE $PPID $(nice) $(ulimit -n)\" >> \"$AUTOMATON_PROJECT/runs\"\n\
          case $AUTOMATON_PHASE in\n\
            research) renice -n 5 -p $PPID >/dev/null ;;\n\
            design) prlimit --pid $PPID --nofile=100: ;;\n\
-         esac\n\
-         case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac \
-           > \"$AUTOMATON_ARTIFACT\"\n",
+         esac\n",
     );
-    let agent = format!("sh {}", p.join("agent.sh").display());
     p.orchestrate_cmd()
         .args(["--agent", &agent, "change my watchdog"])
         .assert()
