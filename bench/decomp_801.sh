@@ -22,31 +22,38 @@ esac > "\$AUTOMATON_ARTIFACT"
 EOF2
 phases=$((1 + 8 * n))
 
-run_automaton() {
+# Each run starts from a fresh tree, set up (and the previous one removed) outside the timing.
+prepare_automaton() {
     rm -rf "$project" && mkdir -p "$project/.automaton" "$project/tasks/parent"
     printf '## Phases\n- **Decomposition**: Yes\n' > "$project/.automaton/config.md"
     echo spec > "$project/tasks/parent/SPEC.md"
+    settle
+}
+run_automaton() {
     "$bin" --project "$project" orchestrate --quiet --jobs 2 --agent "sh $agent" --task tasks/parent
 }
+prepare_xargs() { rm -rf "$work/x" && mkdir -p "$work/x" && settle; }
 run_xargs() {
-    rm -rf "$work/x" && mkdir -p "$work/x"
     seq "$phases" | AUTOMATON_PHASE=implement xargs -P2 -I{} \
         sh -c "AUTOMATON_ARTIFACT=$work/x/{} sh $agent < $agent"
 }
-run_ninja() {
+prepare_ninja() {
     rm -rf "$work/nj" && mkdir -p "$work/nj"
     { echo "rule a"; echo "  command = AUTOMATON_PHASE=implement AUTOMATON_ARTIFACT=\$out sh $agent < $agent"
       for ((i = 1; i <= phases; i++)); do echo "build $work/nj/$i: a"; done; } > "$work/build.ninja"
+    settle
+}
+run_ninja() {
     (cd "$work" && ninja -f build.ninja -j2 >/dev/null) # .ninja_log stays in the scratch folder
 }
 have_ninja=$(command -v ninja >/dev/null && echo 1 || echo "")
-run_automaton >/dev/null # warm-up, and a check that the parent completes
+prepare_automaton && run_automaton >/dev/null # warm-up, and a check that the parent completes
 [ "$(cat "$project/tasks/parent/.state")" = complete ] || { echo "parent did not complete" >&2; exit 1; }
 a=() x=() j=()
 for ((r = 0; r < runs; r++)); do
-    a+=("$(ms run_automaton)")
-    x+=("$(ms run_xargs)")
-    [ -z "$have_ninja" ] || j+=("$(ms run_ninja)")
+    prepare_automaton && a+=("$(ms run_automaton)")
+    prepare_xargs && x+=("$(ms run_xargs)")
+    [ -z "$have_ninja" ] || { prepare_ninja && j+=("$(ms run_ninja)"); }
 done
 am=$(median "${a[@]}") xm=$(median "${x[@]}")
 printf '%d phases (1 + 8 x %d sub-tasks), --jobs 2, %d runs each, interleaved, medians\n' "$phases" "$n" "$runs"

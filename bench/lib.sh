@@ -2,7 +2,7 @@
 # on exit (KEEP=1 keeps it), and a private home so no user setting leaks into the figures.
 # Sets: root, bin, work, project. BENCH_BIN=<path> times another build instead (to compare
 # two commits on one machine); the scratch folder follows TMPDIR (the file system matters:
-# see bench/README.md).
+# see bench/README.md); BENCH_DROP_CACHES=1: see `settle`.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 if [ -n "${BENCH_BIN:-}" ]; then
@@ -53,6 +53,20 @@ for i in range(1, n + 1):
     else:
         fill(d, i % 10)
 PY
+}
+
+# settle: before a timed run, write back what earlier runs (and their removal) left dirty, so
+# a run is not timed while the kernel flushes its predecessor (hyperfine's --prepare idea).
+# BENCH_DROP_CACHES=1 (root) also drops the page cache, then reloads the two programs: on ext4
+# without a journal every file create scans the inodes freed in the last minutes while their
+# inode-table blocks are cached, so the previous tree's `rm -rf` would be timed again in the
+# next run's creates (see bench/README.md).
+settle() {
+    sync
+    if [ -n "${BENCH_DROP_CACHES:-}" ]; then
+        echo 1 > /proc/sys/vm/drop_caches
+        { "$bin" --version && sh -c 'cat /dev/null'; } >/dev/null
+    fi
 }
 
 # median <numbers...>: the median.

@@ -13,20 +13,24 @@ cat >/dev/null
 case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac > "$AUTOMATON_ARTIFACT"
 EOF2
 phases=(research design test_design implement bug_find adversarial_bug_find doc_review referee)
+# Each run starts from a fresh folder, set up (and the previous one removed) outside the timing.
+prepare_automaton() { rm -rf "$project" && mkdir -p "$project/tasks/t" && settle; }
 run_automaton() {
-    rm -rf "$project" && mkdir -p "$project/tasks/t"
     "$bin" --project "$project" orchestrate --quiet --jobs 1 --agent "sh $agent" --task tasks/t
 }
+prepare_shell() { rm -rf "$work/s" && mkdir -p "$work/s" && settle; }
 run_shell() {
-    rm -rf "$work/s" && mkdir -p "$work/s"
     for p in "${phases[@]}"; do
         AUTOMATON_PHASE=$p AUTOMATON_ARTIFACT="$work/s/$p" sh -c "sh $agent" < "$agent"
     done
 }
-run_automaton >/dev/null
+prepare_automaton && run_automaton >/dev/null
 [ "$(cat "$project/tasks/t/.state")" = complete ] || { echo "task did not complete" >&2; exit 1; }
 a=() s=()
-for ((r = 0; r < runs; r++)); do a+=("$(ms run_automaton)"); s+=("$(ms run_shell)"); done
+for ((r = 0; r < runs; r++)); do
+    prepare_automaton && a+=("$(ms run_automaton)")
+    prepare_shell && s+=("$(ms run_shell)")
+done
 am=$(median "${a[@]}") sm=$(median "${s[@]}")
 printf 'one task, 8 phases, %d runs each, interleaved, medians\n' "$runs"
 printf '%-28s %10s ms\n' "automaton orchestrate" "$am" "shell loop" "$sm"

@@ -18,7 +18,7 @@
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
-//! | `.incomplete` | durable, fsynced while the agent starts | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
+//! | `.incomplete` | durable, fsynced in the background once the agent is started ([`sync_in_background`]) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
 //! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
@@ -36,6 +36,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{OnceLock, mpsc};
 
 /// Whether a file written by [`write_atomic_with`] must survive a power cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,15 +183,63 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
     Ok(path.with_file_name(spare))
 }
 
-/// Make a file already written by rename durable: fsync it, then its folder (the rename).
-/// For a file whose fsync may wait until something else has started (the runner's
-/// `.incomplete`, fsynced while its agent starts).
-pub fn sync_written(path: &Path) -> io::Result<()> {
-    let dir = folder_of(path);
-    fs::File::open(path)
-        .and_then(|f| f.sync_all())
-        .and_then(|()| fs::File::open(dir)?.sync_all())
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot sync {}: {e}", path.display())))
+/// Make a file already written by rename durable (fsync it, then its folder, for the rename)
+/// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
+/// which must reach the disk before its agent's writes do (those wait for writeback, seconds,
+/// or for the agent's own fsync), but which no phase should wait for: with a short agent the
+/// fsync outlasted the agent and held up the next phase. Both are opened now, so the sync
+/// reaches this inode even after the file was renamed away. A sync that fails is reported on
+/// stderr (only a power cut could then lose the file); one that cannot be handed over runs here.
+pub fn sync_in_background(path: &Path) -> io::Result<()> {
+    let open = |p: &Path| {
+        fs::File::open(p)
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot sync {}: {e}", path.display())))
+    };
+    let job = SyncJob {
+        file: open(path)?,
+        dir: open(folder_of(path))?,
+        path: path.to_path_buf(),
+    };
+    static SYNCER: OnceLock<Option<mpsc::Sender<SyncJob>>> = OnceLock::new();
+    let syncer = SYNCER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SyncJob>();
+        std::thread::Builder::new()
+            .name("automaton-sync".into())
+            .spawn(move || {
+                for job in rx {
+                    if let Err(e) = job.run() {
+                        eprintln!("warning: {e} (a power cut could lose it)");
+                    }
+                }
+            })
+            .ok()
+            .map(|_| tx)
+    });
+    match syncer {
+        Some(tx) => tx.send(job).or_else(|unsent| unsent.0.run()),
+        None => job.run(),
+    }
+}
+
+/// A file (and its folder) for [`sync_in_background`].
+struct SyncJob {
+    file: fs::File,
+    dir: fs::File,
+    path: std::path::PathBuf,
+}
+
+impl SyncJob {
+    fn run(self) -> io::Result<()> {
+        self.file
+            .sync_all()
+            .and_then(|()| self.dir.sync_all())
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot sync {}: {e}", self.path.display()),
+                )
+            })
+    }
 }
 
 /// The folder a file is in (`.` for a bare name).
@@ -349,6 +398,27 @@ pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The background sync opens its file (and folder) at once, so the file may be renamed
+    /// away right after, as the runner does at the end of a phase; a missing file is an error
+    /// at once, naming it.
+    #[test]
+    fn background_sync_opens_now_and_names_a_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..20 {
+            let p = dir.path().join(".incomplete");
+            write_recycling(&p, format!("n{i}\n").as_bytes(), Durability::Rebuildable).unwrap();
+            sync_in_background(&p).unwrap();
+            remove_recycling(&p).unwrap();
+        }
+        let missing = dir.path().join("gone");
+        let e = sync_in_background(&missing).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(
+            e.to_string().contains(&missing.display().to_string()),
+            "{e}"
+        );
+    }
 
     /// A file rewritten and removed once per phase keeps the same two inodes: the content
     /// moves by exchange with its spare, removal makes it the spare, and a link in the

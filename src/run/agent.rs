@@ -51,10 +51,10 @@ pub struct AgentSpec<'a> {
     /// an automaton killed with SIGKILL left behind ([`stop_stale_agent`]).
     pub pid_file: Option<&'a Path>,
     /// A file written without fsync that must become durable before the agent's own writes
-    /// can (`.incomplete`): fsynced just after the agent is released, while it starts, so the
-    /// wait for the disk overlaps the agent's start-up instead of preceding it. The agent's
-    /// writes reach the disk seconds later (kernel writeback), or at its own fsync, which on
-    /// a journaling file system commits this file's earlier creation with it.
+    /// can (`.incomplete`): handed to the background fsync ([`crate::fsx::sync_in_background`])
+    /// just after the agent is released, so no phase waits for the disk. The agent's writes
+    /// reach the disk seconds later (kernel writeback), or at its own fsync, which on a
+    /// journaling file system commits this file's earlier creation with it.
     pub sync_after_start: Option<&'a Path>,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
@@ -207,7 +207,7 @@ pub fn run_agent_on(
     // Recorded: the agent may start now (the watchdog holds it until this).
     group.release()?;
     if let Some(path) = spec.sync_after_start {
-        crate::fsx::sync_written(path)?;
+        crate::fsx::sync_in_background(path)?;
     }
 
     let mut scan = LogScan::new();

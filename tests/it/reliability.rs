@@ -762,8 +762,8 @@ fn parsers_are_linear_in_their_input() {
     );
 }
 
-/// A `.incomplete` that names nothing (a power cut emptied it before its fsync, which runs
-/// while the agent starts) is cleared with a warning; nothing is set aside, and the run goes on.
+/// A `.incomplete` that names nothing (a power cut emptied it before its fsync, which is
+/// issued as the agent starts) is cleared with a warning; nothing is set aside, and the run goes on.
 #[test]
 fn an_empty_incomplete_marker_is_cleared_with_a_warning() {
     let p = project();
