@@ -189,7 +189,8 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// or for the agent's own fsync), but which no phase should wait for: with a short agent the
 /// fsync outlasted the agent and held up the next phase. Both are opened now, so the sync
 /// reaches this inode even after the file was renamed away. A sync that fails is reported on
-/// stderr (only a power cut could then lose the file); one that cannot be handed over runs here.
+/// stderr (only a power cut could then lose the file). One that cannot be handed over (no
+/// thread, or [`SYNC_QUEUE`] syncs already waiting on a disk slower than the phases) runs here.
 pub fn sync_in_background(path: &Path) -> io::Result<()> {
     let open = |p: &Path| {
         fs::File::open(p)
@@ -200,9 +201,9 @@ pub fn sync_in_background(path: &Path) -> io::Result<()> {
         dir: open(folder_of(path))?,
         path: path.to_path_buf(),
     };
-    static SYNCER: OnceLock<Option<mpsc::Sender<SyncJob>>> = OnceLock::new();
+    static SYNCER: OnceLock<Option<mpsc::SyncSender<SyncJob>>> = OnceLock::new();
     let syncer = SYNCER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<SyncJob>();
+        let (tx, rx) = mpsc::sync_channel::<SyncJob>(SYNC_QUEUE);
         std::thread::Builder::new()
             .name("automaton-sync".into())
             .spawn(move || {
@@ -216,10 +217,15 @@ pub fn sync_in_background(path: &Path) -> io::Result<()> {
             .map(|_| tx)
     });
     match syncer {
-        Some(tx) => tx.send(job).or_else(|unsent| unsent.0.run()),
+        Some(tx) => tx.try_send(job).or_else(|unsent| match unsent {
+            mpsc::TrySendError::Full(job) | mpsc::TrySendError::Disconnected(job) => job.run(),
+        }),
         None => job.run(),
     }
 }
+
+/// How many syncs may wait for the background thread; each holds two open files.
+const SYNC_QUEUE: usize = 64;
 
 /// A file (and its folder) for [`sync_in_background`].
 struct SyncJob {
@@ -400,12 +406,13 @@ mod tests {
     use super::*;
 
     /// The background sync opens its file (and folder) at once, so the file may be renamed
-    /// away right after, as the runner does at the end of a phase; a missing file is an error
-    /// at once, naming it.
+    /// away right after, as the runner does at the end of a phase; more than the queue holds
+    /// still all succeed (the overflow syncs in place); a missing file is an error at once,
+    /// naming it.
     #[test]
     fn background_sync_opens_now_and_names_a_missing_file() {
         let dir = tempfile::tempdir().unwrap();
-        for i in 0..20 {
+        for i in 0..3 * SYNC_QUEUE {
             let p = dir.path().join(".incomplete");
             write_recycling(&p, format!("n{i}\n").as_bytes(), Durability::Rebuildable).unwrap();
             sync_in_background(&p).unwrap();
