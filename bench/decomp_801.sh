@@ -24,7 +24,8 @@ phases=$((1 + 8 * n))
 
 # Each run starts from a fresh tree, set up (and the previous one removed) outside the timing.
 prepare_automaton() {
-    rm -rf "$project" && mkdir -p "$project/.automaton" "$project/tasks/parent"
+    rm -rf "$project"
+    mkdir -p "$project/.automaton" "$project/tasks/parent"
     printf '## Phases\n- **Decomposition**: Yes\n' > "$project/.automaton/config.md"
     echo spec > "$project/tasks/parent/SPEC.md"
     settle
@@ -32,13 +33,18 @@ prepare_automaton() {
 run_automaton() {
     "$bin" --project "$project" orchestrate --quiet --jobs 2 --agent "sh $agent" --task tasks/parent
 }
-prepare_xargs() { rm -rf "$work/x" && mkdir -p "$work/x" && settle; }
+prepare_xargs() {
+    rm -rf "$work/x"
+    mkdir -p "$work/x"
+    settle
+}
 run_xargs() {
     seq "$phases" | AUTOMATON_PHASE=implement xargs -P2 -I{} \
         sh -c "AUTOMATON_ARTIFACT=$work/x/{} sh $agent < $agent"
 }
 prepare_ninja() {
-    rm -rf "$work/nj" && mkdir -p "$work/nj"
+    rm -rf "$work/nj" "$work/.ninja_log" "$work/.ninja_deps"
+    mkdir -p "$work/nj"
     { echo "rule a"; echo "  command = AUTOMATON_PHASE=implement AUTOMATON_ARTIFACT=\$out sh $agent < $agent"
       for ((i = 1; i <= phases; i++)); do echo "build $work/nj/$i: a"; done; } > "$work/build.ninja"
     settle
@@ -47,13 +53,23 @@ run_ninja() {
     (cd "$work" && ninja -f build.ninja -j2 >/dev/null) # .ninja_log stays in the scratch folder
 }
 have_ninja=$(command -v ninja >/dev/null && echo 1 || echo "")
-prepare_automaton && run_automaton >/dev/null # warm-up, and a check that the parent completes
-[ "$(cat "$project/tasks/parent/.state")" = complete ] || { echo "parent did not complete" >&2; exit 1; }
+prepare_automaton
+# After the warm-up and each timed run (outside the timing): a failed run is no figure.
+completed() { [ "$(cat "$project/tasks/parent/.state")" = complete ] || { echo "parent did not complete" >&2; exit 1; }; }
+run_automaton >/dev/null # warm-up
+completed
 a=() x=() j=()
 for ((r = 0; r < runs; r++)); do
-    prepare_automaton && a+=("$(ms run_automaton)")
-    prepare_xargs && x+=("$(ms run_xargs)")
-    [ -z "$have_ninja" ] || { prepare_ninja && j+=("$(ms run_ninja)"); }
+    # Each prepare is a statement of its own, so `set -e` stops the script when it fails.
+    prepare_automaton
+    a+=("$(ms run_automaton)")
+    completed
+    prepare_xargs
+    x+=("$(ms run_xargs)")
+    if [ -n "$have_ninja" ]; then
+        prepare_ninja
+        j+=("$(ms run_ninja)")
+    fi
 done
 am=$(median "${a[@]}") xm=$(median "${x[@]}")
 printf '%d phases (1 + 8 x %d sub-tasks), --jobs 2, %d runs each, interleaved, medians\n' "$phases" "$n" "$runs"

@@ -57,7 +57,7 @@ PY
 
 # settle: before a timed run, write back what earlier runs (and their removal) left dirty, so
 # a run is not timed while the kernel flushes its predecessor (hyperfine's --prepare idea).
-# BENCH_DROP_CACHES=1 (root) also drops the page cache, then reloads the two programs: on ext4
+# BENCH_DROP_CACHES=1 (root) also drops the page cache, then reads the programs back: on ext4
 # without a journal every file create scans the inodes freed in the last minutes while their
 # inode-table blocks are cached, so the previous tree's `rm -rf` would be timed again in the
 # next run's creates (see bench/README.md).
@@ -65,9 +65,14 @@ settle() {
     sync
     if [ -n "${BENCH_DROP_CACHES:-}" ]; then
         echo 1 > /proc/sys/vm/drop_caches
-        { "$bin" --version && sh -c 'cat /dev/null'; } >/dev/null
+        # shellcheck disable=SC2046 # one path per program
+        cat "$bin" $(command -v sh cat xargs seq ninja) >/dev/null
     fi
 }
+if [ -n "${BENCH_DROP_CACHES:-}" ] && ! [ -w /proc/sys/vm/drop_caches ]; then
+    echo "BENCH_DROP_CACHES=1 needs root (it writes /proc/sys/vm/drop_caches)" >&2
+    exit 2
+fi
 
 # median <numbers...>: the median.
 median() {

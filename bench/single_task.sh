@@ -14,22 +14,37 @@ case $AUTOMATON_PHASE in referee) echo 'Verdict: PASS' ;; *) echo done ;; esac >
 EOF2
 phases=(research design test_design implement bug_find adversarial_bug_find doc_review referee)
 # Each run starts from a fresh folder, set up (and the previous one removed) outside the timing.
-prepare_automaton() { rm -rf "$project" && mkdir -p "$project/tasks/t" && settle; }
+prepare_automaton() {
+    rm -rf "$project"
+    mkdir -p "$project/tasks/t"
+    settle
+}
 run_automaton() {
     "$bin" --project "$project" orchestrate --quiet --jobs 1 --agent "sh $agent" --task tasks/t
 }
-prepare_shell() { rm -rf "$work/s" && mkdir -p "$work/s" && settle; }
+prepare_shell() {
+    rm -rf "$work/s"
+    mkdir -p "$work/s"
+    settle
+}
 run_shell() {
     for p in "${phases[@]}"; do
         AUTOMATON_PHASE=$p AUTOMATON_ARTIFACT="$work/s/$p" sh -c "sh $agent" < "$agent"
     done
 }
-prepare_automaton && run_automaton >/dev/null
-[ "$(cat "$project/tasks/t/.state")" = complete ] || { echo "task did not complete" >&2; exit 1; }
+prepare_automaton
+# After the warm-up and each timed run (outside the timing): a failed run is no figure.
+completed() { [ "$(cat "$project/tasks/t/.state")" = complete ] || { echo "task did not complete" >&2; exit 1; }; }
+run_automaton >/dev/null
+completed
 a=() s=()
 for ((r = 0; r < runs; r++)); do
-    prepare_automaton && a+=("$(ms run_automaton)")
-    prepare_shell && s+=("$(ms run_shell)")
+    # Each prepare is a statement of its own, so `set -e` stops the script when it fails.
+    prepare_automaton
+    a+=("$(ms run_automaton)")
+    completed
+    prepare_shell
+    s+=("$(ms run_shell)")
 done
 am=$(median "${a[@]}") sm=$(median "${s[@]}")
 printf 'one task, 8 phases, %d runs each, interleaved, medians\n' "$runs"

@@ -18,7 +18,7 @@
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
-//! | `.incomplete` | durable, fsynced in the background once the agent is started ([`sync_in_background`]) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
+//! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
 //! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
@@ -185,31 +185,29 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 
 /// Make a file already written by rename durable (fsync it, then its folder, for the rename)
 /// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
-/// which must reach the disk before its agent's writes do (those wait for writeback, seconds,
-/// or for the agent's own fsync), but which no phase should wait for: with a short agent the
-/// fsync outlasted the agent and held up the next phase. Both are opened now, so the sync
-/// reaches this inode even after the file was renamed away. A sync that fails is reported on
-/// stderr (only a power cut could then lose the file). One that cannot be handed over (no
-/// thread, or [`SYNC_QUEUE`] syncs already waiting on a disk slower than the phases) runs here.
+/// requested as its agent starts. A short agent used to end before the fsync did, and the
+/// next phase waited for the disk. The fsync is normally done within milliseconds, long
+/// before the kernel writes back what the agent wrote (seconds); [`wait_background_syncs`]
+/// waits for all of them (automaton calls it before it exits). The file and folder are opened
+/// now, so the sync reaches this inode even after the file was renamed away. A failed fsync
+/// is a warning on stderr (only a power cut could then lose the file). When the syncs cannot
+/// be handed over (no thread, or [`SYNC_QUEUE`] already waiting on a disk slower than the
+/// phases) the fsync runs here. Under full durability the write itself was fsynced: no-op.
 pub fn sync_in_background(path: &Path) -> io::Result<()> {
-    let open = |p: &Path| {
-        fs::File::open(p)
-            .map_err(|e| io::Error::new(e.kind(), format!("cannot sync {}: {e}", path.display())))
-    };
-    let job = SyncJob {
-        file: open(path)?,
-        dir: open(folder_of(path))?,
-        path: path.to_path_buf(),
-    };
-    static SYNCER: OnceLock<Option<mpsc::SyncSender<SyncJob>>> = OnceLock::new();
+    if full_durability() {
+        return Ok(());
+    }
+    let job = SyncJob::open(path)?;
     let syncer = SYNCER.get_or_init(|| {
-        let (tx, rx) = mpsc::sync_channel::<SyncJob>(SYNC_QUEUE);
+        let (tx, rx) = mpsc::sync_channel::<SyncMsg>(SYNC_QUEUE);
         std::thread::Builder::new()
             .name("automaton-sync".into())
             .spawn(move || {
-                for job in rx {
-                    if let Err(e) = job.run() {
-                        eprintln!("warning: {e} (a power cut could lose it)");
+                for msg in rx {
+                    match msg {
+                        SyncMsg::Sync(job) => job.run(),
+                        // In order: every sync sent before this one is done.
+                        SyncMsg::Done(reply) => drop(reply.send(())),
                     }
                 }
             })
@@ -217,17 +215,47 @@ pub fn sync_in_background(path: &Path) -> io::Result<()> {
             .map(|_| tx)
     });
     match syncer {
-        Some(tx) => tx.try_send(job).or_else(|unsent| match unsent {
-            mpsc::TrySendError::Full(job) | mpsc::TrySendError::Disconnected(job) => job.run(),
-        }),
+        Some(tx) => hand_over(tx, job),
         None => job.run(),
+    }
+    Ok(())
+}
+
+/// Wait until every fsync requested from [`sync_in_background`] so far is done.
+pub fn wait_background_syncs() {
+    let Some(Some(tx)) = SYNCER.get() else {
+        return;
+    };
+    let (reply, done) = mpsc::channel();
+    if tx.send(SyncMsg::Done(reply)).is_ok() {
+        let _ = done.recv();
     }
 }
 
 /// How many syncs may wait for the background thread; each holds two open files.
 const SYNC_QUEUE: usize = 64;
 
-/// A file (and its folder) for [`sync_in_background`].
+/// The background syncer's queue (`None`: its thread could not be started).
+static SYNCER: OnceLock<Option<mpsc::SyncSender<SyncMsg>>> = OnceLock::new();
+
+enum SyncMsg {
+    Sync(SyncJob),
+    /// Answered once every message before it was handled.
+    Done(mpsc::Sender<()>),
+}
+
+/// Queue `job`, or run it here when the queue is full or its thread gone.
+fn hand_over(tx: &mpsc::SyncSender<SyncMsg>, job: SyncJob) {
+    if let Err(
+        mpsc::TrySendError::Full(SyncMsg::Sync(job))
+        | mpsc::TrySendError::Disconnected(SyncMsg::Sync(job)),
+    ) = tx.try_send(SyncMsg::Sync(job))
+    {
+        job.run();
+    }
+}
+
+/// A file and its folder, opened for [`sync_in_background`].
 struct SyncJob {
     file: fs::File,
     dir: fs::File,
@@ -235,16 +263,32 @@ struct SyncJob {
 }
 
 impl SyncJob {
-    fn run(self) -> io::Result<()> {
-        self.file
-            .sync_all()
-            .and_then(|()| self.dir.sync_all())
-            .map_err(|e| {
+    fn open(path: &Path) -> io::Result<Self> {
+        let open = |p: &Path| {
+            fs::File::open(p).map_err(|e| {
                 io::Error::new(
                     e.kind(),
-                    format!("cannot sync {}: {e}", self.path.display()),
+                    format!("cannot open {} to sync it: {e}", p.display()),
                 )
             })
+        };
+        Ok(Self {
+            file: open(path)?,
+            dir: open(folder_of(path))?,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// fsync the file, then its folder; a failure is a warning (`writeln!`, which cannot
+    /// panic on a closed stderr the way `eprintln!` would).
+    fn run(self) {
+        if let Err(e) = self.file.sync_all().and_then(|()| self.dir.sync_all()) {
+            let _ = writeln!(
+                io::stderr(),
+                "warning: cannot sync {}: {e} (a power cut could lose it)",
+                self.path.display()
+            );
+        }
     }
 }
 
@@ -406,11 +450,10 @@ mod tests {
     use super::*;
 
     /// The background sync opens its file (and folder) at once, so the file may be renamed
-    /// away right after, as the runner does at the end of a phase; more than the queue holds
-    /// still all succeed (the overflow syncs in place); a missing file is an error at once,
-    /// naming it.
+    /// away right after, as the runner does at the end of a phase; waiting for the syncs
+    /// returns once they are done; a missing file is an error at once, naming it.
     #[test]
-    fn background_sync_opens_now_and_names_a_missing_file() {
+    fn background_sync_opens_now_waits_and_names_a_missing_file() {
         let dir = tempfile::tempdir().unwrap();
         for i in 0..3 * SYNC_QUEUE {
             let p = dir.path().join(".incomplete");
@@ -418,6 +461,7 @@ mod tests {
             sync_in_background(&p).unwrap();
             remove_recycling(&p).unwrap();
         }
+        wait_background_syncs();
         let missing = dir.path().join("gone");
         let e = sync_in_background(&missing).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
@@ -425,6 +469,22 @@ mod tests {
             e.to_string().contains(&missing.display().to_string()),
             "{e}"
         );
+    }
+
+    /// A full queue or a gone thread does not lose a sync: it runs in the caller instead of
+    /// being queued.
+    #[test]
+    fn a_sync_that_cannot_be_queued_runs_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        fs::write(&p, "x").unwrap();
+        let (tx, rx) = mpsc::sync_channel::<SyncMsg>(1);
+        hand_over(&tx, SyncJob::open(&p).unwrap());
+        hand_over(&tx, SyncJob::open(&p).unwrap()); // full: run here
+        assert!(matches!(rx.try_recv(), Ok(SyncMsg::Sync(_))));
+        assert!(rx.try_recv().is_err(), "only the first was queued");
+        drop(rx);
+        hand_over(&tx, SyncJob::open(&p).unwrap()); // no thread: run here
     }
 
     /// A file rewritten and removed once per phase keeps the same two inodes: the content

@@ -55,7 +55,10 @@ pub fn main() -> std::process::ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         process::shim::enable(exe);
     }
-    commands::main()
+    let code = commands::main();
+    // No fsync a run requested is dropped with the process.
+    fsx::wait_background_syncs();
+    code
 }
 
 #[cfg(test)]

@@ -52,9 +52,9 @@ pub struct AgentSpec<'a> {
     pub pid_file: Option<&'a Path>,
     /// A file written without fsync that must become durable before the agent's own writes
     /// can (`.incomplete`): handed to the background fsync ([`crate::fsx::sync_in_background`])
-    /// just after the agent is released, so no phase waits for the disk. The agent's writes
-    /// reach the disk seconds later (kernel writeback), or at its own fsync, which on a
-    /// journaling file system commits this file's earlier creation with it.
+    /// just after the agent is released, so no phase waits for the disk. That fsync takes
+    /// milliseconds; the agent's writes reach the disk seconds later (kernel writeback),
+    /// unless the agent fsyncs them itself at once.
     pub sync_after_start: Option<&'a Path>,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,

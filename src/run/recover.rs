@@ -34,8 +34,8 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
         super::phase::stop_leftover_agent(run, &node.rel, &logs)?;
         remove_temp_files(&node.dir);
         // A marker that names nothing (emptied by a power cut before its fsync, which is
-        // issued as the agent starts, so before the agent could write anything lasting) is
-        // cleared with a warning.
+        // requested as the agent starts, so normally before the agent wrote anything lasting)
+        // is cleared with a warning.
         let marked = match read_incomplete(&node.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 run.progress

@@ -73,8 +73,9 @@ pub fn clear_stop(dir: &Path) -> io::Result<()> {
 }
 
 /// Mark `artifact` (a file name) as being written by a phase run that has not finished; the
-/// marker's path. Written without fsync: the runner has it fsynced once the agent is started
-/// ([`crate::fsx::sync_in_background`]), before anything the agent writes could reach the disk.
+/// marker's path. Written without fsync: the runner has it fsynced in the background as the
+/// agent starts ([`crate::fsx::sync_in_background`]), milliseconds before the kernel writes
+/// back what the agent wrote.
 pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<PathBuf> {
     let path = dir.join(INCOMPLETE_FILE);
     crate::fsx::write_recycling(
