@@ -54,16 +54,14 @@ run_ninja() {
 }
 have_ninja=$(command -v ninja >/dev/null && echo 1 || echo "")
 prepare_automaton
-# After the warm-up and each timed run (outside the timing): a failed run is no figure.
-completed() { [ "$(cat "$project/tasks/parent/.state")" = complete ] || { echo "parent did not complete" >&2; exit 1; }; }
 run_automaton >/dev/null # warm-up
-completed
+completed tasks/parent
 a=() x=() j=()
 for ((r = 0; r < runs; r++)); do
     # Each prepare is a statement of its own, so `set -e` stops the script when it fails.
     prepare_automaton
     a+=("$(ms run_automaton)")
-    completed
+    completed tasks/parent
     prepare_xargs
     x+=("$(ms run_xargs)")
     if [ -n "$have_ninja" ]; then

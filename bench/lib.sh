@@ -74,6 +74,12 @@ if [ -n "${BENCH_DROP_CACHES:-}" ] && ! [ -w /proc/sys/vm/drop_caches ]; then
     exit 2
 fi
 
+# completed <task>: stop the script unless the task under $project is complete; after a
+# warm-up and after each timed run (outside the timing), so a failed run is no figure.
+completed() {
+    [ "$(cat "$project/$1/.state" 2>/dev/null)" = complete ] || { echo "$1 did not complete" >&2; exit 1; }
+}
+
 # median <numbers...>: the median.
 median() {
     printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 }

@@ -33,16 +33,14 @@ run_shell() {
     done
 }
 prepare_automaton
-# After the warm-up and each timed run (outside the timing): a failed run is no figure.
-completed() { [ "$(cat "$project/tasks/t/.state")" = complete ] || { echo "task did not complete" >&2; exit 1; }; }
 run_automaton >/dev/null
-completed
+completed tasks/t
 a=() s=()
 for ((r = 0; r < runs; r++)); do
     # Each prepare is a statement of its own, so `set -e` stops the script when it fails.
     prepare_automaton
     a+=("$(ms run_automaton)")
-    completed
+    completed tasks/t
     prepare_shell
     s+=("$(ms run_shell)")
 done
