@@ -18,7 +18,7 @@
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
-//! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
+//! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; several together when phases start faster than [`SYNC_INTERVAL`]; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
 //! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
@@ -186,8 +186,10 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// Make a file already written by rename durable (fsync it, then its folder, for the rename)
 /// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
 /// requested as its agent starts. A short agent used to end before the fsync did, and the
-/// next phase waited for the disk. The fsync is normally done within milliseconds, long
-/// before the kernel writes back what the agent wrote (seconds); [`wait_background_syncs`]
+/// next phase waited for the disk. The fsync is normally done within milliseconds (when
+/// phases start faster than [`SYNC_INTERVAL`], their fsyncs wait for it and are done
+/// together), long before the kernel writes back what the agent wrote (seconds);
+/// [`wait_background_syncs`]
 /// waits for all of them (automaton calls it before it exits). The file and folder are opened
 /// now, so the sync reaches this inode even after the file was renamed away. A failed fsync
 /// is a warning on stderr (only a power cut could then lose the file). When the syncs cannot
@@ -202,15 +204,7 @@ pub fn sync_in_background(path: &Path) -> io::Result<()> {
         let (tx, rx) = mpsc::sync_channel::<SyncMsg>(SYNC_QUEUE);
         std::thread::Builder::new()
             .name("automaton-sync".into())
-            .spawn(move || {
-                for msg in rx {
-                    match msg {
-                        SyncMsg::Sync(job) => job.run(),
-                        // In order: every sync sent before this one is done.
-                        SyncMsg::Done(reply) => drop(reply.send(())),
-                    }
-                }
-            })
+            .spawn(move || sync_loop(&rx, SYNC_INTERVAL))
             .ok()
             .map(|_| tx)
     });
@@ -234,6 +228,52 @@ pub fn wait_background_syncs() {
 
 /// How many syncs may wait for the background thread; each holds two open files.
 const SYNC_QUEUE: usize = 64;
+
+/// The least time between two rounds of background syncs. Every fsync forces a journal
+/// commit, which briefly holds up every change to the file system, the agents' included;
+/// when phases start faster than this (short agents, `--jobs`), the syncs requested in the
+/// meantime wait and are done together, so one commit carries them all (group commit). A
+/// sync requested after a quiet spell runs at once.
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// The background syncer: do each round of syncs in the order asked, at most one round per
+/// `interval`; a [`SyncMsg::Done`] ends the wait (automaton is about to exit). Returns how
+/// many rounds of syncs it ran, once every sender is gone.
+fn sync_loop(rx: &mpsc::Receiver<SyncMsg>, interval: std::time::Duration) -> usize {
+    use std::time::Instant;
+    let mut rounds = 0;
+    let mut last: Option<Instant> = None;
+    while let Ok(first) = rx.recv() {
+        let mut round = vec![first];
+        let due = last.map(|t| t + interval);
+        let mut waiting = matches!(round[0], SyncMsg::Sync(_));
+        while waiting
+            && round.len() < SYNC_QUEUE
+            && let Some(left) = due.and_then(|d| d.checked_duration_since(Instant::now()))
+        {
+            match rx.recv_timeout(left) {
+                Ok(msg) => {
+                    waiting = matches!(msg, SyncMsg::Sync(_));
+                    round.push(msg);
+                }
+                Err(_) => break,
+            }
+        }
+        let synced = round.iter().any(|m| matches!(m, SyncMsg::Sync(_)));
+        for msg in round {
+            match msg {
+                SyncMsg::Sync(job) => job.run(),
+                // In order: every sync sent before this one is done.
+                SyncMsg::Done(reply) => drop(reply.send(())),
+            }
+        }
+        if synced {
+            rounds += 1;
+            last = Some(Instant::now());
+        }
+    }
+    rounds
+}
 
 /// The background syncer's queue (`None`: its thread could not be started).
 static SYNCER: OnceLock<Option<mpsc::SyncSender<SyncMsg>>> = OnceLock::new();
@@ -469,6 +509,35 @@ mod tests {
             e.to_string().contains(&missing.display().to_string()),
             "{e}"
         );
+    }
+
+    /// Syncs asked for within the interval after a round wait and are done together, in one
+    /// round; a `Done` ends the wait and is answered only after the syncs before it.
+    #[test]
+    fn syncs_asked_for_together_are_done_in_one_round() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        fs::write(&p, "x").unwrap();
+        let (tx, rx) = mpsc::sync_channel::<SyncMsg>(SYNC_QUEUE);
+        // A long interval, so the burst below cannot straddle two rounds.
+        let syncer = std::thread::spawn(move || sync_loop(&rx, std::time::Duration::from_secs(30)));
+        let (reply, done) = mpsc::channel();
+        tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
+        tx.send(SyncMsg::Done(reply)).unwrap();
+        done.recv().unwrap(); // first round: at once, nothing came before it
+        let started = std::time::Instant::now();
+        for _ in 0..10 {
+            tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
+        }
+        let (reply, done) = mpsc::channel();
+        tx.send(SyncMsg::Done(reply)).unwrap();
+        done.recv().unwrap();
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the Done did not end the wait"
+        );
+        drop(tx);
+        assert_eq!(syncer.join().unwrap(), 2, "ten syncs and a Done: one round");
     }
 
     /// A full queue or a gone thread does not lose a sync: it runs in the caller instead of
