@@ -18,7 +18,9 @@
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
-//! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; several together when phases start faster than [`SYNC_INTERVAL`]; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
+//! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; those asked for within [`SYNC_INTERVAL`] of the last round wait and are done at once; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
+//! | `.state.frozen` | durable, fsynced in the background ([`sync_in_background`]) | the acceptance hashes frozen after test_design |
+//! | a task folder's own entry | durable when it holds `TASK.md`, copied reports or `.origin` ([`crate::task::create_task`]); rebuildable for a sub-task | a sub-task folder is made again from the parent's DECOMPOSITION.md |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
 //! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
@@ -185,12 +187,12 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 
 /// Make a file already written by rename durable (fsync it, then its folder, for the rename)
 /// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
-/// requested as its agent starts. A short agent used to end before the fsync did, and the
-/// next phase waited for the disk. The fsync is normally done within milliseconds (when
-/// phases start faster than [`SYNC_INTERVAL`], their fsyncs wait for it and are done
-/// together), long before the kernel writes back what the agent wrote (seconds);
-/// [`wait_background_syncs`]
-/// waits for all of them (automaton calls it before it exits). The file and folder are opened
+/// requested as its agent starts, and `.state.frozen`. A short agent used to end before the
+/// fsync did, and the next phase waited for the disk. The fsync is normally done within
+/// milliseconds (when phases start faster than [`SYNC_INTERVAL`], the fsyncs asked for
+/// meanwhile wait and are done at once, in one round), long before the kernel writes back
+/// what the agent wrote (seconds); [`wait_background_syncs`] waits for all of them
+/// (automaton calls it before it exits). The file and folder are opened
 /// now, so the sync reaches this inode even after the file was renamed away. A failed fsync
 /// is a warning on stderr (only a power cut could then lose the file). When the syncs cannot
 /// be handed over (no thread, or [`SYNC_QUEUE`] already waiting on a disk slower than the
@@ -210,7 +212,7 @@ pub fn sync_in_background(path: &Path) -> io::Result<()> {
     });
     match syncer {
         Some(tx) => hand_over(tx, job),
-        None => job.run(),
+        None => drop(sync_round(&[job])),
     }
     Ok(())
 }
@@ -232,8 +234,8 @@ const SYNC_QUEUE: usize = 64;
 /// The least time between two rounds of background syncs. Every fsync forces a journal
 /// commit, which briefly holds up every change to the file system, the agents' included;
 /// when phases start faster than this (short agents, `--jobs`), the syncs requested in the
-/// meantime wait and are done together, so one commit carries them all (group commit). A
-/// sync requested after a quiet spell runs at once.
+/// meantime wait and are done at once ([`sync_round`]), so one commit carries them all
+/// (group commit). A sync requested after a quiet spell runs at once.
 const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The background syncer: do each round of syncs in the order asked, at most one round per
@@ -259,20 +261,70 @@ fn sync_loop(rx: &mpsc::Receiver<SyncMsg>, interval: std::time::Duration) -> usi
                 Err(_) => break,
             }
         }
-        let synced = round.iter().any(|m| matches!(m, SyncMsg::Sync(_)));
+        // A Done ends the wait, so it comes last: answered once every sync before it is done.
+        let mut jobs = Vec::new();
+        let mut replies = Vec::new();
         for msg in round {
             match msg {
-                SyncMsg::Sync(job) => job.run(),
-                // In order: every sync sent before this one is done.
-                SyncMsg::Done(reply) => drop(reply.send(())),
+                SyncMsg::Sync(job) => jobs.push(job),
+                SyncMsg::Done(reply) => replies.push(reply),
             }
         }
-        if synced {
+        if !jobs.is_empty() {
+            sync_round(&jobs);
             rounds += 1;
             last = Some(Instant::now());
         }
+        for reply in replies {
+            let _ = reply.send(());
+        }
     }
     rounds
+}
+
+/// fsync every file and folder `jobs` name, each once (an fsync covers every write to its
+/// file before it, and a task's marker, its spare and its folder recur), all at the same
+/// time: fsyncs that wait together are served by one journal commit, while one after the
+/// other each would force its own, the agents' writes going on meanwhile. A failure is a
+/// warning naming the file (`writeln!`, which cannot panic on a closed stderr the way
+/// `eprintln!` would). Returns how many it synced.
+fn sync_round(jobs: &[SyncJob]) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let mut seen = std::collections::HashSet::new();
+    let targets: Vec<(&fs::File, &Path)> = jobs
+        .iter()
+        .flat_map(|j| [(&j.file, j.path.as_path()), (&j.dir, j.path.as_path())])
+        .filter(|(f, _)| {
+            f.metadata()
+                .map_or(true, |m| seen.insert((m.dev(), m.ino())))
+        })
+        .collect();
+    let sync = |(f, path): (&fs::File, &Path)| {
+        if let Err(e) = f.sync_all() {
+            let _ = writeln!(
+                io::stderr(),
+                "warning: cannot sync {}: {e} (a power cut could lose it)",
+                path.display()
+            );
+        }
+    };
+    std::thread::scope(|s| {
+        let Some((here, others)) = targets.split_last() else {
+            return 0;
+        };
+        for &target in others {
+            // No thread to be had: this one does it, in turn.
+            if std::thread::Builder::new()
+                .stack_size(64 * 1024) // an fsync and at most a warning
+                .spawn_scoped(s, move || sync(target))
+                .is_err()
+            {
+                sync(target);
+            }
+        }
+        sync(*here);
+        targets.len()
+    })
 }
 
 /// The background syncer's queue (`None`: its thread could not be started).
@@ -291,7 +343,7 @@ fn hand_over(tx: &mpsc::SyncSender<SyncMsg>, job: SyncJob) {
         | mpsc::TrySendError::Disconnected(SyncMsg::Sync(job)),
     ) = tx.try_send(SyncMsg::Sync(job))
     {
-        job.run();
+        sync_round(&[job]);
     }
 }
 
@@ -317,18 +369,6 @@ impl SyncJob {
             dir: open(folder_of(path))?,
             path: path.to_path_buf(),
         })
-    }
-
-    /// fsync the file, then its folder; a failure is a warning (`writeln!`, which cannot
-    /// panic on a closed stderr the way `eprintln!` would).
-    fn run(self) {
-        if let Err(e) = self.file.sync_all().and_then(|()| self.dir.sync_all()) {
-            let _ = writeln!(
-                io::stderr(),
-                "warning: cannot sync {}: {e} (a power cut could lose it)",
-                self.path.display()
-            );
-        }
     }
 }
 
@@ -538,6 +578,19 @@ mod tests {
         );
         drop(tx);
         assert_eq!(syncer.join().unwrap(), 2, "ten syncs and a Done: one round");
+    }
+
+    /// A round syncs each file and folder once, however many jobs name it.
+    #[test]
+    fn a_round_syncs_each_file_and_folder_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, g) = (dir.path().join("f"), dir.path().join("g"));
+        fs::write(&f, "x").unwrap();
+        fs::write(&g, "y").unwrap();
+        let mut jobs: Vec<SyncJob> = (0..10).map(|_| SyncJob::open(&f).unwrap()).collect();
+        jobs.extend((0..3).map(|_| SyncJob::open(&g).unwrap()));
+        assert_eq!(sync_round(&jobs), 3, "f, g and their folder");
+        assert_eq!(sync_round(&[]), 0);
     }
 
     /// A full queue or a gone thread does not lose a sync: it runs in the caller instead of

@@ -74,7 +74,7 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
             fs::Permissions::from_mode(0o777 & !umask.bits()),
         );
     }
-    fill_task(tmp.path(), task)?;
+    let durable = fill_task(tmp.path(), task)?;
     let staged = tmp.keep();
     match rustix::fs::renameat_with(
         rustix::fs::CWD,
@@ -106,14 +106,20 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
             });
         }
     }
-    if let Ok(d) = fs::File::open(&parent) {
+    // The new entry is made durable only when the folder holds a file that cannot be rebuilt:
+    // a sub-task made from its parent's DECOMPOSITION.md holds only `.state`, and the next run
+    // makes it again if a power cut lost it.
+    if (durable || crate::fsx::full_durability())
+        && let Ok(d) = fs::File::open(&parent)
+    {
         let _ = d.sync_all();
     }
     Ok(dir)
 }
 
-/// Write the files of a new task into `dir`.
-fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<(), TaskError> {
+/// Write the files of a new task into `dir`; whether one of them cannot be rebuilt (TASK.md,
+/// copied reports, `.origin`: written durably).
+fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<bool, TaskError> {
     let mut origin = OriginFile {
         start: task.start.word().to_string(),
         ..OriginFile::default()
@@ -135,9 +141,11 @@ fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<(), TaskError> {
             format!("# Task\n\n{}\n", desc.trim()).as_bytes(),
         )?;
     }
-    if task.start != State::NEW || origin.from.is_some() {
+    // Copied reports always come with their `.origin`.
+    let with_origin = task.start != State::NEW || origin.from.is_some();
+    if with_origin {
         write_origin(dir, &origin)?;
     }
     write_state(dir, task.start)?;
-    Ok(())
+    Ok(with_origin || task.description.is_some())
 }
