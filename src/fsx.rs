@@ -19,8 +19,7 @@
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
 //! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; those asked for within [`SYNC_INTERVAL`] of the last round wait and are done at once; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
-//! | `.state.frozen` | durable, fsynced in the background ([`sync_in_background`]) | the acceptance hashes frozen after test_design |
-//! | a task folder's own entry | durable when it holds `TASK.md`, copied reports or `.origin` ([`crate::task::create_task`]); rebuildable for a sub-task | a sub-task folder is made again from the parent's DECOMPOSITION.md |
+//! | a task folder's own entry | durable ([`crate::task::create_task`]); a sub-task's fsynced in the background, once for all a decomposition makes | the durable files above are in it; a lost sub-task folder is made again from the parent's DECOMPOSITION.md |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
 //! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
@@ -187,15 +186,15 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 
 /// Make a file already written by rename durable (fsync it, then its folder, for the rename)
 /// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
-/// requested as its agent starts, and `.state.frozen`. A short agent used to end before the
-/// fsync did, and the next phase waited for the disk. The fsync is normally done within
+/// requested as its agent starts (and the `subtasks/` folder a decomposition filled). A short
+/// agent used to end before the fsync did, and the next phase waited for the disk. The fsync is normally done within
 /// milliseconds (when phases start faster than [`SYNC_INTERVAL`], the fsyncs asked for
 /// meanwhile wait and are done at once, in one round), long before the kernel writes back
 /// what the agent wrote (seconds); [`wait_background_syncs`] waits for all of them
 /// (automaton calls it before it exits). The file and folder are opened
 /// now, so the sync reaches this inode even after the file was renamed away. A failed fsync
 /// is a warning on stderr (only a power cut could then lose the file). When the syncs cannot
-/// be handed over (no thread, or [`SYNC_QUEUE`] already waiting on a disk slower than the
+/// be handed over (no thread, or a full queue of [`SYNC_QUEUE`] on a disk slower than the
 /// phases) the fsync runs here. Under full durability the write itself was fsynced: no-op.
 pub fn sync_in_background(path: &Path) -> io::Result<()> {
     if full_durability() {
@@ -228,7 +227,8 @@ pub fn wait_background_syncs() {
     }
 }
 
-/// How many syncs may wait for the background thread; each holds two open files.
+/// How many syncs may wait in the background thread's queue, and how many one round may
+/// gather while it waits: at most twice this many are pending, each holding two open files.
 const SYNC_QUEUE: usize = 64;
 
 /// The least time between two rounds of background syncs. Every fsync forces a journal
@@ -282,49 +282,65 @@ fn sync_loop(rx: &mpsc::Receiver<SyncMsg>, interval: std::time::Duration) -> usi
     rounds
 }
 
-/// fsync every file and folder `jobs` name, each once (an fsync covers every write to its
-/// file before it, and a task's marker, its spare and its folder recur), all at the same
-/// time: fsyncs that wait together are served by one journal commit, while one after the
-/// other each would force its own, the agents' writes going on meanwhile. A failure is a
-/// warning naming the file (`writeln!`, which cannot panic on a closed stderr the way
-/// `eprintln!` would). Returns how many it synced.
+/// fsync every file `jobs` name, then every folder, each once (an fsync covers every write to
+/// its file before it, and a task's marker, its spare and its folder recur). Within each step
+/// the fsyncs run at the same time ([`sync_all_at_once`]): fsyncs that wait together are
+/// served by one journal commit, while one after the other each would force its own, the
+/// agents' writes going on meanwhile. Files first, so that a folder's fsync mostly finds its
+/// changes committed already. Returns how many it synced.
 fn sync_round(jobs: &[SyncJob]) -> usize {
-    use std::os::unix::fs::MetadataExt;
     let mut seen = std::collections::HashSet::new();
-    let targets: Vec<(&fs::File, &Path)> = jobs
-        .iter()
-        .flat_map(|j| [(&j.file, j.path.as_path()), (&j.dir, j.path.as_path())])
+    let files = distinct(&mut seen, jobs.iter().map(|j| (&j.file, j.path.as_path())));
+    let folders = distinct(&mut seen, jobs.iter().map(|j| (&j.dir, j.path.as_path())));
+    sync_all_at_once(&files);
+    sync_all_at_once(&folders);
+    files.len() + folders.len()
+}
+
+/// The open files (with the path a warning names) whose inode `seen` did not hold yet.
+fn distinct<'a>(
+    seen: &mut std::collections::HashSet<(u64, u64)>,
+    targets: impl Iterator<Item = (&'a fs::File, &'a Path)>,
+) -> Vec<(&'a fs::File, &'a Path)> {
+    use std::os::unix::fs::MetadataExt;
+    targets
         .filter(|(f, _)| {
             f.metadata()
                 .map_or(true, |m| seen.insert((m.dev(), m.ino())))
         })
-        .collect();
-    let sync = |(f, path): (&fs::File, &Path)| {
-        if let Err(e) = f.sync_all() {
-            let _ = writeln!(
-                io::stderr(),
-                "warning: cannot sync {}: {e} (a power cut could lose it)",
-                path.display()
-            );
+        .collect()
+}
+
+/// How many threads (the syncer's included) fsync one round's files at the same time: a few
+/// already share a commit, and the threads count against the same process limit as the
+/// agents' own.
+const SYNC_THREADS: usize = 8;
+
+/// fsync `targets` concurrently, each thread taking the next one in turn. A failure is a
+/// warning naming the file (`writeln!`, which cannot panic on a closed stderr the way
+/// `eprintln!` would).
+fn sync_all_at_once(targets: &[(&fs::File, &Path)]) {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        while let Some((f, path)) = targets.get(next.fetch_add(1, Ordering::Relaxed)) {
+            if let Err(e) = f.sync_all() {
+                let _ = writeln!(
+                    io::stderr(),
+                    "warning: cannot sync {}: {e} (a power cut could lose it)",
+                    path.display()
+                );
+            }
         }
     };
     std::thread::scope(|s| {
-        let Some((here, others)) = targets.split_last() else {
-            return 0;
-        };
-        for &target in others {
-            // No thread to be had: this one does it, in turn.
-            if std::thread::Builder::new()
+        for _ in 1..targets.len().min(SYNC_THREADS) {
+            // No thread to be had: the others (this one at least) take its share.
+            let _ = std::thread::Builder::new()
                 .stack_size(64 * 1024) // an fsync and at most a warning
-                .spawn_scoped(s, move || sync(target))
-                .is_err()
-            {
-                sync(target);
-            }
+                .spawn_scoped(s, work);
         }
-        sync(*here);
-        targets.len()
-    })
+        work();
+    });
 }
 
 /// The background syncer's queue (`None`: its thread could not be started).
@@ -578,6 +594,32 @@ mod tests {
         );
         drop(tx);
         assert_eq!(syncer.join().unwrap(), 2, "ten syncs and a Done: one round");
+    }
+
+    /// A round gathers at most a queue's worth of syncs: the next ones make the next round.
+    #[test]
+    fn a_round_stops_gathering_at_a_queue_s_worth() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        fs::write(&p, "x").unwrap();
+        let (tx, rx) = mpsc::sync_channel::<SyncMsg>(SYNC_QUEUE);
+        let syncer = std::thread::spawn(move || sync_loop(&rx, std::time::Duration::from_secs(30)));
+        let (reply, done) = mpsc::channel();
+        tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
+        tx.send(SyncMsg::Done(reply)).unwrap();
+        done.recv().unwrap();
+        for _ in 0..=SYNC_QUEUE {
+            tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
+        }
+        let (reply, done) = mpsc::channel();
+        tx.send(SyncMsg::Done(reply)).unwrap();
+        done.recv().unwrap();
+        drop(tx);
+        assert_eq!(
+            syncer.join().unwrap(),
+            3,
+            "1, then {SYNC_QUEUE}, then 1 and the Done"
+        );
     }
 
     /// A round syncs each file and folder once, however many jobs name it.

@@ -478,6 +478,7 @@ fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> super::Result<
                 start: State::NEW,
                 description: Some(desc),
                 copy_from: None,
+                rebuildable: false,
             },
         )?;
         let _ = crate::detect::invalidate_cache(&ctx.project);

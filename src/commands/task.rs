@@ -22,6 +22,7 @@ pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> super::Result<u8> {
             start,
             description: None,
             copy_from: None,
+            rebuildable: false,
         },
     )?;
     // Seed 000: a new task invalidates the VRAM detection cache.

@@ -66,6 +66,7 @@ pub fn wake_fd() -> Option<BorrowedFd<'static>> {
 /// after they stopped their child group.
 pub fn exit_interrupted(what: &str) -> ! {
     eprintln!("interrupted: {what}");
+    crate::fsx::wait_background_syncs();
     std::process::exit(i32::from(crate::exit::INTERRUPTED))
 }
 

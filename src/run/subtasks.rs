@@ -81,6 +81,7 @@ pub fn sync_subtasks(
                     start: State::NEW,
                     description: None,
                     copy_from: None,
+                    rebuildable: true,
                 },
             )?;
             write_sync_files(&dir, parent_rel, row, &vram)?;
@@ -100,6 +101,12 @@ pub fn sync_subtasks(
                     ),
                 );
             }
+        }
+        // The new folders' entries, made without an fsync each (and `subtasks/` itself when
+        // new): synced once, in the background, for the durable files a run later writes in
+        // them, whose own fsyncs do not reach the folders above.
+        if !decision.missing.is_empty() {
+            crate::fsx::sync_in_background(&parent_dir.join(SUBTASKS_DIR))?;
         }
     }
     if !decision.orphans.is_empty() {

@@ -17,7 +17,7 @@
 //! what a later phase changed (the stop names them) until `automaton approve` accepts them,
 //! which records the new hashes and appends to `accepted`.
 
-use crate::fsx::write_rebuildable;
+use crate::fsx::write_atomic;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -80,14 +80,10 @@ pub fn read(task_dir: &Path) -> Result<Option<FrozenFile>, String> {
     }
 }
 
-/// Write `.state.frozen` atomically and durably: the hashes cannot be rebuilt. The fsync is
-/// done in the background ([`crate::fsx::sync_in_background`], like the phase marker's), so
-/// the phase after test_design does not wait for the disk.
+/// Write `.state.frozen` atomically.
 pub fn write(task_dir: &Path, file: &FrozenFile) -> io::Result<()> {
     let text = serde_json::to_string_pretty(file).map_err(io::Error::other)?;
-    let path = task_dir.join(FROZEN_FILE);
-    write_rebuildable(&path, format!("{text}\n").as_bytes())?;
-    crate::fsx::sync_in_background(&path)
+    write_atomic(&task_dir.join(FROZEN_FILE), format!("{text}\n").as_bytes())
 }
 
 #[cfg(test)]

@@ -148,6 +148,7 @@ pub fn create_fix_tasks(
                             fix.kind, fix.path, fix.from, fix.item
                         )),
                         copy_from: Some((&fix.from, &tree.nodes[i].dir, &COPIED)),
+                        rebuildable: false,
                     },
                 )?;
             }

@@ -28,6 +28,10 @@ pub struct NewTask<'a> {
     pub description: Option<&'a str>,
     /// Where a fix/review/tiebreak task came from, and the artifacts to copy from there.
     pub copy_from: Option<(&'a str, &'a Path, &'a [&'a str])>,
+    /// A sub-task made from a row of its parent's DECOMPOSITION.md, which the next run makes
+    /// again if a power cut lost it: its new entry is not fsynced here (the caller has the
+    /// folder above synced once for all it made, see [`crate::fsx::sync_in_background`]).
+    pub rebuildable: bool,
 }
 
 /// A task folder that could not be created; each names the folder or file.
@@ -74,7 +78,7 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
             fs::Permissions::from_mode(0o777 & !umask.bits()),
         );
     }
-    let durable = fill_task(tmp.path(), task)?;
+    fill_task(tmp.path(), task)?;
     let staged = tmp.keep();
     match rustix::fs::renameat_with(
         rustix::fs::CWD,
@@ -106,10 +110,7 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
             });
         }
     }
-    // The new entry is made durable only when the folder holds a file that cannot be rebuilt:
-    // a sub-task made from its parent's DECOMPOSITION.md holds only `.state`, and the next run
-    // makes it again if a power cut lost it.
-    if (durable || crate::fsx::full_durability())
+    if (!task.rebuildable || crate::fsx::full_durability())
         && let Ok(d) = fs::File::open(&parent)
     {
         let _ = d.sync_all();
@@ -117,9 +118,8 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
     Ok(dir)
 }
 
-/// Write the files of a new task into `dir`; whether one of them cannot be rebuilt (TASK.md,
-/// copied reports, `.origin`: written durably).
-fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<bool, TaskError> {
+/// Write the files of a new task into `dir`.
+fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<(), TaskError> {
     let mut origin = OriginFile {
         start: task.start.word().to_string(),
         ..OriginFile::default()
@@ -141,11 +141,9 @@ fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<bool, TaskError> {
             format!("# Task\n\n{}\n", desc.trim()).as_bytes(),
         )?;
     }
-    // Copied reports always come with their `.origin`.
-    let with_origin = task.start != State::NEW || origin.from.is_some();
-    if with_origin {
+    if task.start != State::NEW || origin.from.is_some() {
         write_origin(dir, &origin)?;
     }
     write_state(dir, task.start)?;
-    Ok(with_origin || task.description.is_some())
+    Ok(())
 }
