@@ -187,12 +187,12 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// Make a file already written by rename durable (fsync it, then its folder, for the rename)
 /// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
 /// requested as its agent starts (and the `subtasks/` folder a decomposition filled). A short
-/// agent used to end before the fsync did, and the next phase waited for the disk. The fsync is normally done within
-/// milliseconds (when phases start faster than [`SYNC_INTERVAL`], the fsyncs asked for
-/// meanwhile wait and are done at once, in one round), long before the kernel writes back
-/// what the agent wrote (seconds); [`wait_background_syncs`] waits for all of them
-/// (automaton calls it before it exits). The file and folder are opened
-/// now, so the sync reaches this inode even after the file was renamed away. A failed fsync
+/// agent used to end before the fsync did, and the next phase waited for the disk. The fsync
+/// is normally done within milliseconds (when phases start faster than [`SYNC_INTERVAL`], the
+/// fsyncs asked for meanwhile wait and are done at once, in one round), long before the
+/// kernel writes back what the agent wrote (seconds); [`wait_background_syncs`] waits for all
+/// of them (automaton calls it before it exits). The file and folder are opened now, so the
+/// sync reaches this inode even after the file was renamed away. A failed fsync
 /// is a warning on stderr (only a power cut could then lose the file). When the syncs cannot
 /// be handed over (no thread, or a full queue of [`SYNC_QUEUE`] on a disk slower than the
 /// phases) the fsync runs here. Under full durability the write itself was fsynced: no-op.
@@ -568,7 +568,7 @@ mod tests {
     }
 
     /// Syncs asked for within the interval after a round wait and are done together, in one
-    /// round; a `Done` ends the wait and is answered only after the syncs before it.
+    /// round; a `Done` ends the wait.
     #[test]
     fn syncs_asked_for_together_are_done_in_one_round() {
         let dir = tempfile::tempdir().unwrap();
