@@ -192,10 +192,10 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// fsyncs asked for meanwhile wait and are done at once, in one round), long before the
 /// kernel writes back what the agent wrote (seconds); [`wait_background_syncs`] waits for all
 /// of them (automaton calls it before it exits). The file and folder are opened now, so the
-/// sync reaches this inode even after the file was renamed away. A failed fsync
-/// is a warning on stderr (only a power cut could then lose the file). When the syncs cannot
-/// be handed over (no thread, or a full queue of [`SYNC_QUEUE`] on a disk slower than the
-/// phases) the fsync runs here. Under full durability the write itself was fsynced: no-op.
+/// sync reaches this inode even after the file was renamed away. A failed fsync is a warning
+/// on stderr (only a power cut could then lose the file). When the syncs cannot be handed over
+/// (no thread, or a full queue of [`SYNC_QUEUE`] on a disk slower than the phases) the fsync
+/// runs here. Under full durability the write itself was fsynced: no-op.
 pub fn sync_in_background(path: &Path) -> io::Result<()> {
     if full_durability() {
         return Ok(());
@@ -211,7 +211,9 @@ pub fn sync_in_background(path: &Path) -> io::Result<()> {
     });
     match syncer {
         Some(tx) => hand_over(tx, job),
-        None => drop(sync_round(&[job])),
+        None => {
+            sync_round(&[job]);
+        }
     }
     Ok(())
 }
@@ -567,59 +569,48 @@ mod tests {
         );
     }
 
-    /// Syncs asked for within the interval after a round wait and are done together, in one
-    /// round; a `Done` ends the wait.
-    #[test]
-    fn syncs_asked_for_together_are_done_in_one_round() {
+    /// Run a syncer with a 30 s interval (so a burst cannot straddle two rounds by the clock):
+    /// one sync and a `Done`, then `burst` syncs and a `Done`. Returns the rounds it ran and how
+    /// long the second `Done` took to be answered.
+    fn rounds_for_a_burst(burst: usize) -> (usize, std::time::Duration) {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
         fs::write(&p, "x").unwrap();
         let (tx, rx) = mpsc::sync_channel::<SyncMsg>(SYNC_QUEUE);
-        // A long interval, so the burst below cannot straddle two rounds.
         let syncer = std::thread::spawn(move || sync_loop(&rx, std::time::Duration::from_secs(30)));
-        let (reply, done) = mpsc::channel();
-        tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
-        tx.send(SyncMsg::Done(reply)).unwrap();
-        done.recv().unwrap(); // first round: at once, nothing came before it
+        let sync_then_done = |n: usize| {
+            for _ in 0..n {
+                tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
+            }
+            let (reply, done) = mpsc::channel();
+            tx.send(SyncMsg::Done(reply)).unwrap();
+            done.recv().unwrap();
+        };
+        sync_then_done(1); // the first round: at once, nothing came before it
         let started = std::time::Instant::now();
-        for _ in 0..10 {
-            tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
-        }
-        let (reply, done) = mpsc::channel();
-        tx.send(SyncMsg::Done(reply)).unwrap();
-        done.recv().unwrap();
+        sync_then_done(burst);
+        let waited = started.elapsed();
+        drop(tx);
+        (syncer.join().unwrap(), waited)
+    }
+
+    /// Syncs asked for within the interval after a round wait and are done together, in one
+    /// round; a `Done` ends the wait.
+    #[test]
+    fn syncs_asked_for_together_are_done_in_one_round() {
+        let (rounds, waited) = rounds_for_a_burst(10);
         assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
+            waited < std::time::Duration::from_secs(20),
             "the Done did not end the wait"
         );
-        drop(tx);
-        assert_eq!(syncer.join().unwrap(), 2, "ten syncs and a Done: one round");
+        assert_eq!(rounds, 2, "ten syncs and a Done: one round");
     }
 
     /// A round gathers at most a queue's worth of syncs: the next ones make the next round.
     #[test]
     fn a_round_stops_gathering_at_a_queue_s_worth() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        fs::write(&p, "x").unwrap();
-        let (tx, rx) = mpsc::sync_channel::<SyncMsg>(SYNC_QUEUE);
-        let syncer = std::thread::spawn(move || sync_loop(&rx, std::time::Duration::from_secs(30)));
-        let (reply, done) = mpsc::channel();
-        tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
-        tx.send(SyncMsg::Done(reply)).unwrap();
-        done.recv().unwrap();
-        for _ in 0..=SYNC_QUEUE {
-            tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
-        }
-        let (reply, done) = mpsc::channel();
-        tx.send(SyncMsg::Done(reply)).unwrap();
-        done.recv().unwrap();
-        drop(tx);
-        assert_eq!(
-            syncer.join().unwrap(),
-            3,
-            "1, then {SYNC_QUEUE}, then 1 and the Done"
-        );
+        let (rounds, _) = rounds_for_a_burst(SYNC_QUEUE + 1);
+        assert_eq!(rounds, 3, "1, then {SYNC_QUEUE}, then 1 and the Done");
     }
 
     /// A round syncs each file and folder once, however many jobs name it.
