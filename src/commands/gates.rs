@@ -13,6 +13,7 @@ use crate::store::approvals::{self, APPROVALS_VERSION, Record, RecordKind};
 use crate::store::task_files::{clear_stop, write_state};
 use crate::store::{inputs, lock};
 use crate::task::TaskTree;
+use crate::task::frozen::Acceptance;
 use crate::task::gates::{covered, hashes};
 use std::fs;
 use std::path::Path;
@@ -53,16 +54,28 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
         .iter()
         .take(if args.all { usize::MAX } else { 1 })
     {
-        let files = crate::task::frozen::accept(&node.dir)?;
-        if !files.is_empty() {
-            accepted_any = true;
-            out::println(format_args!(
-                "Accepted the change to {} of {} by {} (new hashes in {}/.state.frozen)",
-                files.join(", "),
-                node.rel,
-                approvals::who(),
-                node.rel
-            ))?;
+        match crate::task::frozen::accept(&node.dir)? {
+            Acceptance::Nothing => {}
+            Acceptance::Files(files) => {
+                accepted_any = true;
+                out::println(format_args!(
+                    "Accepted the change to {} of {} by {} (new hashes in {}/.state.frozen)",
+                    files.join(", "),
+                    node.rel,
+                    approvals::who(),
+                    node.rel
+                ))?;
+            }
+            Acceptance::Unreadable(why) => {
+                accepted_any = true;
+                out::println(format_args!(
+                    "{0}/.state.frozen was unreadable ({why}); moved to {0}/{1}. The next run \
+                     freezes TEST_PLAN.md and its acceptance files again, as they are then, \
+                     before a later phase runs",
+                    node.rel,
+                    crate::task::frozen::UNREADABLE_KEPT
+                ))?;
+            }
         }
     }
     if waiting.is_empty() && accepted_any {

@@ -16,7 +16,7 @@ use crate::settings::Key;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::snapshot::content_hash;
-use crate::task::{TaskNode, TaskTree};
+use crate::task::{TaskNode, TaskTree, frozen};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -236,6 +236,9 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                 }
             }
             Action::RunPhase(phase) => {
+                if frozen::needs_freezing(phase, node.snap.artifacts, node.snap.has_frozen) {
+                    freeze(run, rel, &dir, ws)?;
+                }
                 iterations += 1;
                 let given = inputs_given(&dir, node, phase);
                 let end = one_phase(run, rel, &dir, phase, ws, given, None)?;
@@ -287,7 +290,8 @@ fn facts(run: &Run<'_>, dir: &Path, tree: &TaskTree, node: &TaskNode, iterations
                 .iter()
                 .any(|c| !tree.nodes[*c].state().is_terminal()),
         frozen_changed: matches!(state, State::Next(p) if p.artifact() > Artifact::TestPlan)
-            && !crate::task::frozen::changed(dir).is_empty(),
+            && node.snap.has_frozen
+            && !frozen::changed(dir).is_empty(),
         task_over_budget: run.budgets.task_exceeded(dir, Default::default()).is_some(),
         run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
         now: Instant::now(),
@@ -332,7 +336,7 @@ fn stop_reason(
             )
         }
         Action::Frozen => {
-            let what = crate::task::frozen::summary(dir).unwrap_or_default();
+            let what = frozen::summary(dir).unwrap_or_default();
             (StopKind::Frozen, frozen_reason(rel, &what))
         }
         Action::Stale => {
@@ -722,10 +726,10 @@ fn one_phase(
     );
     // A frozen acceptance file changed by a phase after test_design: stop at once.
     if phase.artifact() > Artifact::TestPlan {
-        let changed = crate::task::frozen::changed(dir);
+        let changed = frozen::changed(dir);
         if !changed.is_empty() {
-            crate::task::frozen::record_changes(dir, &changed, phase.word(), Some(pr.attempt))?;
-            let what = crate::task::frozen::summary(dir).unwrap_or_else(|| changed.join(", "));
+            frozen::record_changes(dir, &changed, phase.word(), Some(pr.attempt))?;
+            let what = frozen::summary(dir).unwrap_or_else(|| changed.join(", "));
             let reason = frozen_reason(rel, &what);
             return stop_task(run, rel, dir, StopKind::Frozen, reason).map(PhaseEnd::Stop);
         }
@@ -831,24 +835,34 @@ fn one_phase(
     }
     // Seed 003: the acceptance oracle is frozen once test_design wrote it.
     if phase == Phase::TestDesign {
-        let root = ws.map_or(run.settings.project.as_path(), |w| w.cwd.as_path());
-        let files = crate::task::frozen::freeze(dir, root)?;
-        run.progress.event(
-            "frozen",
-            || json!({"task": rel, "files": files, "root": root}),
-            || {
-                format!(
-                    "❄ {rel}: froze TEST_PLAN.md{}",
-                    if files.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" and {}", files.join(", "))
-                    }
-                )
-            },
-        );
+        freeze(run, rel, dir, ws)?;
+        if let Some(node) = tree.nodes.first_mut() {
+            node.snap.has_frozen = true;
+        }
     }
     Ok(PhaseEnd::Done(tree))
+}
+
+/// Freeze the task's acceptance oracle (TEST_PLAN.md and its acceptance files, relative to
+/// the agent's working directory) and say so.
+fn freeze(run: &Run<'_>, rel: &str, dir: &Path, ws: Option<&Workspace>) -> super::Result<()> {
+    let root = ws.map_or(run.settings.project.as_path(), |w| w.cwd.as_path());
+    let files = frozen::freeze(dir, root)?;
+    run.progress.event(
+        "frozen",
+        || json!({"task": rel, "files": files, "root": root}),
+        || {
+            format!(
+                "❄ {rel}: froze TEST_PLAN.md{}",
+                if files.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {}", files.join(", "))
+                }
+            )
+        },
+    );
+    Ok(())
 }
 
 /// The hashes of the artifacts a phase is given (every earlier one present), as it starts.

@@ -17,7 +17,7 @@
 //! what a later phase changed (the stop names them) until `automaton approve` accepts them,
 //! which records the new hashes and appends to `accepted`.
 
-use crate::fsx::write_atomic;
+use crate::fsx::{Durability, write_atomic_with};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -80,10 +80,16 @@ pub fn read(task_dir: &Path) -> Result<Option<FrozenFile>, String> {
     }
 }
 
-/// Write `.state.frozen` atomically.
+/// Write `.state.frozen` atomically and durably.
 pub fn write(task_dir: &Path, file: &FrozenFile) -> io::Result<()> {
+    write_with(task_dir, file, Durability::Durable)
+}
+
+/// Write `.state.frozen` atomically, fsynced as `durability` says.
+pub fn write_with(task_dir: &Path, file: &FrozenFile, durability: Durability) -> io::Result<()> {
     let text = serde_json::to_string_pretty(file).map_err(io::Error::other)?;
-    write_atomic(&task_dir.join(FROZEN_FILE), format!("{text}\n").as_bytes())
+    let bytes = format!("{text}\n");
+    write_atomic_with(&task_dir.join(FROZEN_FILE), bytes.as_bytes(), durability)
 }
 
 #[cfg(test)]

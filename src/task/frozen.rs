@@ -3,10 +3,11 @@
 //! phase that changes one stops the task for a person, who accepts the change with
 //! `automaton approve`. This gathers the facts; the decision is `decide::next_action`'s.
 
-use crate::state::Artifact;
+use crate::fsx::{self, Durability};
+use crate::state::{Artifact, ArtifactSet, Phase};
 use crate::store::approvals::{now, sha256_file, who};
 use crate::store::frozen::{
-    self, Accepted, Change, FROZEN_VERSION, FrozenFile, Hashes, read, write,
+    self, Accepted, Change, FROZEN_FILE, FROZEN_VERSION, FrozenFile, Hashes, read, write,
 };
 use std::io;
 use std::path::{Component, Path};
@@ -68,9 +69,13 @@ pub fn acceptance_list(plan: &str) -> Vec<String> {
     out
 }
 
-/// Freeze a task's acceptance artifacts after its test_design phase: TEST_PLAN.md in the task
-/// folder and every listed file under `root` (the agent's working directory). Returns the
-/// acceptance paths frozen.
+/// Freeze a task's acceptance artifacts after its test_design phase (or before a later phase
+/// when none are frozen: see [`needs_freezing`]): TEST_PLAN.md in the task folder and every
+/// listed file under `root` (the agent's working directory). Returns the acceptance paths
+/// frozen. The fsync is left to the background syncer ([`fsx::sync_in_background`]), off the
+/// phase path: a power cut before it can leave `.state.frozen` empty, which [`changed`] takes
+/// as changed (the guard fails closed), or absent, which the next run freezes again before
+/// any later phase runs.
 pub fn freeze(task_dir: &Path, root: &Path) -> io::Result<Vec<String>> {
     let name = Artifact::TestPlan.file_name();
     let text = std::fs::read_to_string(task_dir.join(name)).unwrap_or_default();
@@ -88,16 +93,21 @@ pub fn freeze(task_dir: &Path, root: &Path) -> io::Result<Vec<String>> {
         changes: Vec::new(),
         accepted: earlier.map(|e| e.accepted).unwrap_or_default(),
     };
-    write(task_dir, &file)?;
+    frozen::write_with(task_dir, &file, Durability::Rebuildable)?;
+    fsx::sync_in_background(&task_dir.join(FROZEN_FILE))?;
     Ok(list)
 }
 
-/// The frozen files whose content differs from the recorded hashes (or that appeared or
-/// disappeared), `TEST_PLAN.md` first; empty when nothing is frozen.
-pub fn changed(task_dir: &Path) -> Vec<String> {
-    let Ok(Some(f)) = read(task_dir) else {
-        return Vec::new();
-    };
+/// Whether a phase that runs after test_design must freeze first: TEST_PLAN.md is there but
+/// `.state.frozen` is not (a power cut took it before its fsync, or the plan was written by
+/// hand). `has_frozen` is what the folder's listing saw.
+pub fn needs_freezing(phase: Phase, artifacts: ArtifactSet, has_frozen: bool) -> bool {
+    phase.artifact() > Artifact::TestPlan && artifacts.contains(Artifact::TestPlan) && !has_frozen
+}
+
+/// The frozen files of `f` whose content differs from the recorded hashes (or that appeared
+/// or disappeared), `TEST_PLAN.md` first.
+fn differing(task_dir: &Path, f: &FrozenFile) -> Vec<String> {
     let root = Path::new(&f.root);
     let differs = |base: &Path, hashes: &Hashes| -> Vec<String> {
         hashes
@@ -111,7 +121,19 @@ pub fn changed(task_dir: &Path) -> Vec<String> {
     out
 }
 
+/// The frozen files that changed since they were frozen; empty when nothing is frozen. An
+/// unreadable `.state.frozen` (emptied by a power cut, garbled by hand or by an agent) is
+/// itself a change: what was frozen is unknown, so the guard fails closed.
+pub fn changed(task_dir: &Path) -> Vec<String> {
+    match read(task_dir) {
+        Ok(Some(f)) => differing(task_dir, &f),
+        Ok(None) => Vec::new(),
+        Err(_) => vec![FROZEN_FILE.to_string()],
+    }
+}
+
 /// Record that `phase` (attempt `attempt`) changed `files`; returns every recorded change.
+/// An unreadable `.state.frozen` is left as it is, for `approve`.
 pub fn record_changes(
     task_dir: &Path,
     files: &[String],
@@ -138,45 +160,75 @@ pub fn record_changes(
 /// What changed and by whom, for a stop reason and `status`: "tests/acceptance.sh (changed
 /// by implement, attempt 1)"; `None` when nothing frozen changed.
 pub fn summary(task_dir: &Path) -> Option<String> {
-    let now_changed = changed(task_dir);
+    let f = match read(task_dir) {
+        Ok(Some(f)) => f,
+        Ok(None) => return None,
+        Err(why) => {
+            return Some(format!(
+                "{FROZEN_FILE} (unreadable: {why}; what was frozen is unknown, and approving \
+                 freezes the files again as they are)"
+            ));
+        }
+    };
+    let now_changed = differing(task_dir, &f);
     if now_changed.is_empty() {
         return None;
     }
-    let recorded = read(task_dir).ok().flatten().map(|f| f.changes);
     let parts: Vec<String> = now_changed
         .iter()
-        .map(|file| {
-            match recorded
-                .as_ref()
-                .and_then(|c| c.iter().find(|c| &c.file == file))
-            {
-                Some(Change {
-                    phase,
-                    attempt: Some(n),
-                    ..
-                }) => format!("{file} (changed by the {phase} phase, attempt {n})"),
-                Some(c) => format!("{file} (changed by the {} phase)", c.phase),
-                None => format!("{file} (changed outside a phase run)"),
-            }
+        .map(|file| match f.changes.iter().find(|c| &c.file == file) {
+            Some(Change {
+                phase,
+                attempt: Some(n),
+                ..
+            }) => format!("{file} (changed by the {phase} phase, attempt {n})"),
+            Some(c) => format!("{file} (changed by the {} phase)", c.phase),
+            None => format!("{file} (changed outside a phase run)"),
         })
         .collect();
     Some(parts.join(", "))
 }
 
+/// What `automaton approve` accepted.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Acceptance {
+    /// Nothing frozen had changed.
+    Nothing,
+    /// These changed files, frozen again as they are now.
+    Files(Vec<String>),
+    /// `.state.frozen` was unreadable (why): it was moved to [`UNREADABLE_KEPT`], and the
+    /// next run freezes the files again before a later phase runs (it knows the working
+    /// directory the acceptance paths are relative to).
+    Unreadable(String),
+}
+
+/// Where `approve` keeps an unreadable `.state.frozen`, in the task folder.
+pub const UNREADABLE_KEPT: &str = "logs/state.frozen.unreadable";
+
 /// `automaton approve`: accept the changed frozen files as they are now: freeze again (the
 /// listing of the current TEST_PLAN.md, under the same root) and record who accepted what.
-/// Returns the files accepted (empty when nothing changed).
-pub fn accept(task_dir: &Path) -> io::Result<Vec<String>> {
-    let files = changed(task_dir);
-    if files.is_empty() {
-        return Ok(files);
-    }
-    let Ok(Some(f)) = read(task_dir) else {
-        return Ok(Vec::new());
+pub fn accept(task_dir: &Path) -> io::Result<Acceptance> {
+    let f = match read(task_dir) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Ok(Acceptance::Nothing),
+        Err(why) => {
+            let (from, to) = (task_dir.join(FROZEN_FILE), task_dir.join(UNREADABLE_KEPT));
+            std::fs::create_dir_all(task_dir.join("logs"))
+                .and_then(|()| std::fs::rename(&from, &to))
+                .map_err(|e| {
+                    let what = format!("cannot move {} to {}: {e}", from.display(), to.display());
+                    io::Error::new(e.kind(), what)
+                })?;
+            return Ok(Acceptance::Unreadable(why));
+        }
     };
+    let files = differing(task_dir, &f);
+    if files.is_empty() {
+        return Ok(Acceptance::Nothing);
+    }
     freeze(task_dir, Path::new(&f.root))?;
     let Ok(Some(mut again)) = frozen::read(task_dir) else {
-        return Ok(files);
+        return Ok(Acceptance::Files(files));
     };
     again.accepted.push(Accepted {
         who: who(),
@@ -184,7 +236,7 @@ pub fn accept(task_dir: &Path) -> io::Result<Vec<String>> {
         files: files.clone(),
     });
     write(task_dir, &again)?;
-    Ok(files)
+    Ok(Acceptance::Files(files))
 }
 
 #[cfg(test)]
@@ -234,12 +286,65 @@ mod tests {
             summary(task.path()).unwrap(),
             "t/a.sh (changed by the implement phase, attempt 2), t/later.sh (changed outside a phase run)"
         );
-        assert_eq!(accept(task.path()).unwrap(), ["t/a.sh", "t/later.sh"]);
+        assert_eq!(
+            accept(task.path()).unwrap(),
+            Acceptance::Files(vec!["t/a.sh".into(), "t/later.sh".into()])
+        );
+        assert_eq!(accept(task.path()).unwrap(), Acceptance::Nothing);
         assert!(changed(task.path()).is_empty());
         let f = read(task.path()).unwrap().unwrap();
         assert!(f.changes.is_empty());
         assert_eq!(f.accepted.len(), 1);
         std::fs::write(task.path().join("TEST_PLAN.md"), "edited\n").unwrap();
         assert_eq!(changed(task.path()), ["TEST_PLAN.md"]);
+    }
+
+    #[test]
+    fn an_unreadable_frozen_file_fails_closed_until_approved() {
+        let task = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            task.path().join("TEST_PLAN.md"),
+            "## Acceptance tests\n- `a`\n",
+        )
+        .unwrap();
+        freeze(task.path(), root.path()).unwrap();
+        // A power cut before the fsync can leave it empty; an agent can garble it.
+        for torn in ["", "{\"v\": 1, \"pla"] {
+            std::fs::write(task.path().join(FROZEN_FILE), torn).unwrap();
+            assert_eq!(changed(task.path()), [FROZEN_FILE]);
+            let why = summary(task.path()).unwrap();
+            assert!(
+                why.starts_with(".state.frozen (unreadable: not valid JSON"),
+                "{why}"
+            );
+            // Nothing is recorded into it: it stays as found, for a person to see.
+            record_changes(task.path(), &[FROZEN_FILE.into()], "implement", Some(1)).unwrap();
+            assert_eq!(
+                std::fs::read_to_string(task.path().join(FROZEN_FILE)).unwrap(),
+                torn
+            );
+        }
+        let Acceptance::Unreadable(why) = accept(task.path()).unwrap() else {
+            panic!("an unreadable file is set aside");
+        };
+        assert!(why.contains("not valid JSON"), "{why}");
+        assert!(!task.path().join(FROZEN_FILE).exists());
+        assert_eq!(
+            std::fs::read_to_string(task.path().join(UNREADABLE_KEPT)).unwrap(),
+            "{\"v\": 1, \"pla"
+        );
+        // Nothing frozen now: the driver freezes before the next later phase.
+        assert!(changed(task.path()).is_empty());
+        let mut plan_only = ArtifactSet::default();
+        plan_only.insert(Artifact::TestPlan);
+        assert!(needs_freezing(Phase::Implement, plan_only, false));
+        assert!(!needs_freezing(Phase::Implement, plan_only, true));
+        assert!(!needs_freezing(Phase::TestDesign, plan_only, false));
+        assert!(!needs_freezing(
+            Phase::Implement,
+            ArtifactSet::default(),
+            false
+        ));
     }
 }

@@ -286,6 +286,97 @@ fn an_acceptance_test_edited_at_implement_stops_the_task_until_approved() {
 }
 
 #[test]
+fn an_emptied_frozen_file_stops_the_task_until_approve_has_it_frozen_again() {
+    let p = Project::new();
+    limits(&p, "", true);
+    // What a power cut before the background fsync can leave (or an agent garbling it).
+    orchestrate(&p)
+        .env("AUTOMATON_AGENT", freezing_agent())
+        .env(
+            "AGENT_IMPLEMENT",
+            ": > \"$AUTOMATON_TASK_DIR/.state.frozen\"",
+        )
+        .arg("add a thing")
+        .assert()
+        .code(26)
+        .stdout(predicate::str::contains(
+            "frozen acceptance files changed: .state.frozen (unreadable: not valid JSON",
+        ))
+        .stdout(predicate::str::contains(
+            "automaton approve tasks/add-a-thing",
+        ));
+    assert_eq!(count(&p, "bug_find"), 0);
+    // The guard stays closed: a run without a person's word stops again, before any agent.
+    orchestrate(&p)
+        .env("AUTOMATON_AGENT", freezing_agent())
+        .args(["--task", "tasks/add-a-thing"])
+        .assert()
+        .code(26);
+    assert_eq!(count(&p, "implement"), 1);
+    let doc = p.status_json();
+    assert_eq!(doc["tasks"][0]["next_step"], "approve", "{doc}");
+    p.test()
+        .args(["approve", "tasks/add-a-thing"])
+        .stdout_contains(
+            "tasks/add-a-thing/.state.frozen was unreadable (not valid JSON (EOF while parsing",
+        )
+        .stdout_contains("moved to tasks/add-a-thing/logs/state.frozen.unreadable")
+        .run();
+    assert_eq!(p.read("tasks/add-a-thing/logs/state.frozen.unreadable"), "");
+    // The next run freezes again before implement, and a change to the test stops it again.
+    orchestrate(&p)
+        .env("AUTOMATON_AGENT", freezing_agent())
+        .env("AGENT_IMPLEMENT", "echo 'true' > tests/acceptance.sh")
+        .args(["--task", "tasks/add-a-thing"])
+        .assert()
+        .code(26)
+        .stderr(predicate::str::contains(
+            "❄ tasks/add-a-thing: froze TEST_PLAN.md and tests/acceptance.sh\n▶ tasks/add-a-thing: implement",
+        ))
+        .stdout(predicate::str::contains(
+            "tests/acceptance.sh (changed by the implement phase, attempt 2)",
+        ));
+    let frozen: serde_json::Value =
+        serde_json::from_str(&p.read("tasks/add-a-thing/.state.frozen")).unwrap();
+    assert!(frozen["acceptance"]["tests/acceptance.sh"].is_string());
+}
+
+#[test]
+fn a_lost_frozen_file_is_frozen_again_before_the_next_phase_runs() {
+    let p = Project::new();
+    limits(&p, "", true);
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Approve before**: implement\n",
+    );
+    orchestrate(&p)
+        .env("AUTOMATON_AGENT", freezing_agent())
+        .arg("add a thing")
+        .assert()
+        .code(20);
+    // A power cut took `.state.frozen` before its fsync (or it was never written: a
+    // TEST_PLAN.md written by hand).
+    std::fs::remove_file(p.join("tasks/add-a-thing/.state.frozen")).unwrap();
+    p.test()
+        .args(["approve", "tasks/add-a-thing"])
+        .stdout_contains("Approved implement of tasks/add-a-thing")
+        .run();
+    orchestrate(&p)
+        .env("AUTOMATON_AGENT", freezing_agent())
+        .env("AGENT_IMPLEMENT", "echo 'true' > tests/acceptance.sh")
+        .args(["--task", "tasks/add-a-thing"])
+        .assert()
+        .code(26)
+        .stderr(predicate::str::contains(
+            "❄ tasks/add-a-thing: froze TEST_PLAN.md and tests/acceptance.sh\n▶ tasks/add-a-thing: implement",
+        ))
+        .stdout(predicate::str::contains(
+            "tests/acceptance.sh (changed by the implement phase, attempt 1)",
+        ));
+    assert_eq!(count(&p, "bug_find"), 0);
+}
+
+#[test]
 fn a_task_token_budget_stops_a_task_whose_replayed_claude_stream_spends_more() {
     let p = Project::new();
     // One replayed phase reports 8,723 tokens ($0.036924).
