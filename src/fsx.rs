@@ -18,7 +18,7 @@
 //! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
-//! | `.state.frozen` | durable; fsynced in the background as test_design ends ([`crate::task::frozen::freeze`]) | the frozen acceptance hashes; an emptied one stops the task (fails closed), a lost one is frozen again before the next phase |
+//! | `.state.frozen` | durable; a freeze's fsync in the background ([`crate::task::frozen::freeze`]: as test_design ends, or before a later phase when none is there), the other writes' inline | the frozen acceptance hashes; an emptied one stops the task (fails closed), a lost one is frozen again before the next phase |
 //! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; those asked for within [`SYNC_INTERVAL`] of the last round wait and are done at once; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
 //! | a task folder's own entry | durable ([`crate::task::create_task`]); a sub-task's fsynced in the background, once for all a decomposition makes | the durable files above are in it; a lost sub-task folder is made again from the parent's DECOMPOSITION.md |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
@@ -188,7 +188,7 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// Make a file already written by rename durable (fsync it, then its folder, for the rename)
 /// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
 /// requested as its agent starts (and the `subtasks/` folder a decomposition filled, and
-/// `.state.frozen` as test_design ends). A short
+/// `.state.frozen` when a freeze writes it). A short
 /// agent used to end before the fsync did, and the next phase waited for the disk. The fsync
 /// is normally done within milliseconds (when phases start faster than [`SYNC_INTERVAL`], the
 /// fsyncs asked for meanwhile wait and are done at once, in one round), long before the

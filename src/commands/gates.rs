@@ -10,6 +10,7 @@ use crate::report::{approval_gates, phase_config, print_warnings};
 use crate::settings::{Key, Settings};
 use crate::state::{Artifact, Phase};
 use crate::store::approvals::{self, APPROVALS_VERSION, Record, RecordKind};
+use crate::store::frozen::FROZEN_FILE;
 use crate::store::task_files::{clear_stop, write_state};
 use crate::store::{inputs, lock};
 use crate::task::TaskTree;
@@ -59,21 +60,21 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             Acceptance::Files(files) => {
                 accepted_any = true;
                 out::println(format_args!(
-                    "Accepted the change to {} of {} by {} (new hashes in {}/.state.frozen)",
+                    "Accepted the change to {} of {} by {} (new hashes in {}/{FROZEN_FILE})",
                     files.join(", "),
                     node.rel,
                     approvals::who(),
                     node.rel
                 ))?;
             }
-            Acceptance::Unreadable(why) => {
+            Acceptance::Unreadable { why, kept } => {
                 accepted_any = true;
                 out::println(format_args!(
-                    "{0}/.state.frozen was unreadable ({why}); moved to {0}/{1}. The next run \
-                     freezes TEST_PLAN.md and its acceptance files again, as they are then, \
-                     before a later phase runs",
+                    "{0}/{FROZEN_FILE} was unreadable ({why}); moved to {0}/{kept}. The next \
+                     run freezes TEST_PLAN.md and its acceptance files again, as they are then, \
+                     before a later phase runs: check them first (`git diff`), since what was \
+                     frozen is unknown",
                     node.rel,
-                    crate::task::frozen::UNREADABLE_KEPT
                 ))?;
             }
         }

@@ -237,7 +237,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
             }
             Action::RunPhase(phase) => {
                 if frozen::needs_freezing(phase, node.snap.artifacts, node.snap.has_frozen) {
-                    freeze(run, rel, &dir, ws)?;
+                    freeze(run, rel, &dir, ws, Freeze::Missing)?;
                 }
                 iterations += 1;
                 let given = inputs_given(&dir, node, phase);
@@ -690,6 +690,8 @@ fn one_phase(
     given: crate::store::inputs::Hashes,
     note: Option<&str>,
 ) -> super::Result<PhaseEnd> {
+    let guarded = phase.artifact() > Artifact::TestPlan;
+    let frozen_before = guarded.then(|| frozen::before_phase(dir)).flatten();
     let pr = run_phase_noted(run, phase, rel, dir, ws, note)?;
     // What the phase was given (hashed as it was given): an input edited later makes the
     // artifact stale. Recorded before the folder is read again, which judges staleness.
@@ -724,8 +726,21 @@ fn one_phase(
             ),
         },
     );
-    // A frozen acceptance file changed by a phase after test_design: stop at once.
-    if phase.artifact() > Artifact::TestPlan {
+    // A frozen acceptance file changed by a phase after test_design: stop at once. The
+    // record itself removed or garbled by the phase is put back first, so it judges.
+    if guarded {
+        if let Some(what) = frozen::restore(dir, frozen_before.as_ref())? {
+            run.progress.event(
+                "frozen_restored",
+                || json!({"task": rel, "phase": phase.word(), "attempt": pr.attempt, "what": what}),
+                || {
+                    format!(
+                        "⚠ {rel}: the {} phase {what} .state.frozen; put back",
+                        phase.word()
+                    )
+                },
+            );
+        }
         let changed = frozen::changed(dir);
         if !changed.is_empty() {
             frozen::record_changes(dir, &changed, phase.word(), Some(pr.attempt))?;
@@ -835,7 +850,7 @@ fn one_phase(
     }
     // Seed 003: the acceptance oracle is frozen once test_design wrote it.
     if phase == Phase::TestDesign {
-        freeze(run, rel, dir, ws)?;
+        freeze(run, rel, dir, ws, Freeze::AfterTestDesign)?;
         if let Some(node) = tree.nodes.first_mut() {
             node.snap.has_frozen = true;
         }
@@ -843,17 +858,36 @@ fn one_phase(
     Ok(PhaseEnd::Done(tree))
 }
 
+/// Why the acceptance oracle is frozen.
+#[derive(Clone, Copy)]
+enum Freeze {
+    AfterTestDesign,
+    /// Before a later phase: no `.state.frozen` was there (a power cut took it before its
+    /// fsync, `approve` set an unreadable one aside, or TEST_PLAN.md was written by hand).
+    Missing,
+}
+
 /// Freeze the task's acceptance oracle (TEST_PLAN.md and its acceptance files, relative to
 /// the agent's working directory) and say so.
-fn freeze(run: &Run<'_>, rel: &str, dir: &Path, ws: Option<&Workspace>) -> super::Result<()> {
+fn freeze(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    ws: Option<&Workspace>,
+    why: Freeze,
+) -> super::Result<()> {
     let root = ws.map_or(run.settings.project.as_path(), |w| w.cwd.as_path());
     let files = frozen::freeze(dir, root)?;
+    let (reason, note) = match why {
+        Freeze::AfterTestDesign => ("test_design", ""),
+        Freeze::Missing => ("missing", " (no .state.frozen was there)"),
+    };
     run.progress.event(
         "frozen",
-        || json!({"task": rel, "files": files, "root": root}),
+        || json!({"task": rel, "files": files, "root": root, "reason": reason}),
         || {
             format!(
-                "❄ {rel}: froze TEST_PLAN.md{}",
+                "❄ {rel}: froze TEST_PLAN.md{}{note}",
                 if files.is_empty() {
                     String::new()
                 } else {

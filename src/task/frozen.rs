@@ -73,10 +73,19 @@ pub fn acceptance_list(plan: &str) -> Vec<String> {
 /// when none are frozen: see [`needs_freezing`]): TEST_PLAN.md in the task folder and every
 /// listed file under `root` (the agent's working directory). Returns the acceptance paths
 /// frozen. The fsync is left to the background syncer ([`fsx::sync_in_background`]), off the
-/// phase path: a power cut before it can leave `.state.frozen` empty, which [`changed`] takes
-/// as changed (the guard fails closed), or absent, which the next run freezes again before
-/// any later phase runs.
+/// phase path: a power cut before it can leave `.state.frozen` empty (or, over an earlier
+/// freeze, as it was), which [`changed`] takes as a change (the guard fails closed), or
+/// absent, which the next run freezes again before any later phase runs.
 pub fn freeze(task_dir: &Path, root: &Path) -> io::Result<Vec<String>> {
+    let (file, list) = frozen_now(task_dir, root);
+    frozen::write_with(task_dir, &file, Durability::Rebuildable)?;
+    fsx::sync_in_background(&task_dir.join(FROZEN_FILE))?;
+    Ok(list)
+}
+
+/// `.state.frozen` with the hashes of the files as they are now (the earlier acceptances
+/// kept), and the acceptance paths listed.
+fn frozen_now(task_dir: &Path, root: &Path) -> (FrozenFile, Vec<String>) {
     let name = Artifact::TestPlan.file_name();
     let text = std::fs::read_to_string(task_dir.join(name)).unwrap_or_default();
     let list = acceptance_list(&text);
@@ -93,9 +102,29 @@ pub fn freeze(task_dir: &Path, root: &Path) -> io::Result<Vec<String>> {
         changes: Vec::new(),
         accepted: earlier.map(|e| e.accepted).unwrap_or_default(),
     };
-    frozen::write_with(task_dir, &file, Durability::Rebuildable)?;
-    fsx::sync_in_background(&task_dir.join(FROZEN_FILE))?;
-    Ok(list)
+    (file, list)
+}
+
+/// `.state.frozen` as a phase after test_design starts, so that [`restore`] can put it back.
+pub fn before_phase(task_dir: &Path) -> Option<FrozenFile> {
+    read(task_dir).ok().flatten()
+}
+
+/// Put back `.state.frozen` as it was before the phase (`before`, [`before_phase`]) when the
+/// phase removed or garbled it (a `git clean -fdx`, a `git stash -u`, an agent): without it
+/// the frozen files would be frozen again as the phase left them. Durable at once (rare).
+/// Returns what the phase had done to it, `None` when nothing.
+pub fn restore(task_dir: &Path, before: Option<&FrozenFile>) -> io::Result<Option<String>> {
+    let Some(before) = before else {
+        return Ok(None);
+    };
+    let what = match read(task_dir) {
+        Ok(Some(_)) => return Ok(None),
+        Ok(None) => "removed".to_string(),
+        Err(why) => format!("made unreadable ({why})"),
+    };
+    write(task_dir, before)?;
+    Ok(Some(what))
 }
 
 /// Whether a phase that runs after test_design must freeze first: TEST_PLAN.md is there but
@@ -196,13 +225,15 @@ pub enum Acceptance {
     Nothing,
     /// These changed files, frozen again as they are now.
     Files(Vec<String>),
-    /// `.state.frozen` was unreadable (why): it was moved to [`UNREADABLE_KEPT`], and the
-    /// next run freezes the files again before a later phase runs (it knows the working
-    /// directory the acceptance paths are relative to).
-    Unreadable(String),
+    /// `.state.frozen` was unreadable (why): it was moved to the path given (in the task
+    /// folder, [`UNREADABLE_KEPT`] or a numbered one beside it), and the next run freezes the
+    /// files again before a later phase runs (it knows the working directory the acceptance
+    /// paths are relative to).
+    Unreadable { why: String, kept: String },
 }
 
-/// Where `approve` keeps an unreadable `.state.frozen`, in the task folder.
+/// Where `approve` keeps an unreadable `.state.frozen`, in the task folder (`.2`, `.3`, …
+/// after it when taken).
 pub const UNREADABLE_KEPT: &str = "logs/state.frozen.unreadable";
 
 /// `automaton approve`: accept the changed frozen files as they are now: freeze again (the
@@ -212,24 +243,28 @@ pub fn accept(task_dir: &Path) -> io::Result<Acceptance> {
         Ok(Some(f)) => f,
         Ok(None) => return Ok(Acceptance::Nothing),
         Err(why) => {
-            let (from, to) = (task_dir.join(FROZEN_FILE), task_dir.join(UNREADABLE_KEPT));
+            let kept = (1..)
+                .map(|n| match n {
+                    1 => UNREADABLE_KEPT.to_string(),
+                    n => format!("{UNREADABLE_KEPT}.{n}"),
+                })
+                .find(|k| !task_dir.join(k).exists())
+                .expect("a free name");
+            let (from, to) = (task_dir.join(FROZEN_FILE), task_dir.join(&kept));
             std::fs::create_dir_all(task_dir.join("logs"))
                 .and_then(|()| std::fs::rename(&from, &to))
                 .map_err(|e| {
                     let what = format!("cannot move {} to {}: {e}", from.display(), to.display());
                     io::Error::new(e.kind(), what)
                 })?;
-            return Ok(Acceptance::Unreadable(why));
+            return Ok(Acceptance::Unreadable { why, kept });
         }
     };
     let files = differing(task_dir, &f);
     if files.is_empty() {
         return Ok(Acceptance::Nothing);
     }
-    freeze(task_dir, Path::new(&f.root))?;
-    let Ok(Some(mut again)) = frozen::read(task_dir) else {
-        return Ok(Acceptance::Files(files));
-    };
+    let (mut again, _) = frozen_now(task_dir, Path::new(&f.root));
     again.accepted.push(Accepted {
         who: who(),
         when: now(),
@@ -325,10 +360,17 @@ mod tests {
                 torn
             );
         }
-        let Acceptance::Unreadable(why) = accept(task.path()).unwrap() else {
+        let Acceptance::Unreadable { why, kept } = accept(task.path()).unwrap() else {
             panic!("an unreadable file is set aside");
         };
         assert!(why.contains("not valid JSON"), "{why}");
+        assert_eq!(kept, UNREADABLE_KEPT);
+        // A second one does not replace the first kept.
+        std::fs::write(task.path().join(FROZEN_FILE), "garbage").unwrap();
+        let Acceptance::Unreadable { kept, .. } = accept(task.path()).unwrap() else {
+            panic!("an unreadable file is set aside");
+        };
+        assert_eq!(kept, format!("{UNREADABLE_KEPT}.2"));
         assert!(!task.path().join(FROZEN_FILE).exists());
         assert_eq!(
             std::fs::read_to_string(task.path().join(UNREADABLE_KEPT)).unwrap(),
@@ -346,5 +388,37 @@ mod tests {
             ArtifactSet::default(),
             false
         ));
+    }
+
+    #[test]
+    fn a_frozen_file_a_phase_removed_or_garbled_is_put_back() {
+        let task = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(
+            task.path().join("TEST_PLAN.md"),
+            "## Acceptance tests\n- `a`\n",
+        )
+        .unwrap();
+        assert_eq!(before_phase(task.path()), None);
+        assert_eq!(restore(task.path(), None).unwrap(), None);
+        freeze(task.path(), root.path()).unwrap();
+        let before = before_phase(task.path());
+        assert!(before.is_some());
+        let path = task.path().join(FROZEN_FILE);
+        let frozen = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(restore(task.path(), before.as_ref()).unwrap(), None);
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            restore(task.path(), before.as_ref()).unwrap().as_deref(),
+            Some("removed")
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), frozen);
+        std::fs::write(&path, "{").unwrap();
+        let what = restore(task.path(), before.as_ref()).unwrap().unwrap();
+        assert!(
+            what.starts_with("made unreadable (not valid JSON"),
+            "{what}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), frozen);
     }
 }

@@ -289,30 +289,36 @@ fn an_acceptance_test_edited_at_implement_stops_the_task_until_approved() {
 fn an_emptied_frozen_file_stops_the_task_until_approve_has_it_frozen_again() {
     let p = Project::new();
     limits(&p, "", true);
-    // What a power cut before the background fsync can leave (or an agent garbling it).
-    orchestrate(&p)
-        .env("AUTOMATON_AGENT", freezing_agent())
-        .env(
-            "AGENT_IMPLEMENT",
-            ": > \"$AUTOMATON_TASK_DIR/.state.frozen\"",
-        )
-        .arg("add a thing")
-        .assert()
-        .code(26)
-        .stdout(predicate::str::contains(
-            "frozen acceptance files changed: .state.frozen (unreadable: not valid JSON",
-        ))
-        .stdout(predicate::str::contains(
-            "automaton approve tasks/add-a-thing",
-        ));
-    assert_eq!(count(&p, "bug_find"), 0);
-    // The guard stays closed: a run without a person's word stops again, before any agent.
-    orchestrate(&p)
-        .env("AUTOMATON_AGENT", freezing_agent())
-        .args(["--task", "tasks/add-a-thing"])
-        .assert()
-        .code(26);
-    assert_eq!(count(&p, "implement"), 1);
+    let step = |args: &[&str]| {
+        orchestrate(&p)
+            .env("AUTOMATON_AGENT", freezing_agent())
+            .arg("--step")
+            .args(args)
+            .assert()
+            .code(25); // waiting: one step done
+    };
+    step(&["add a thing"]); // research
+    step(&["--task", "tasks/add-a-thing"]); // test_design, which freezes
+    // What a power cut before the background fsync can leave.
+    std::fs::write(p.join("tasks/add-a-thing/.state.frozen"), "").unwrap();
+    for _ in 0..2 {
+        orchestrate(&p)
+            .env("AUTOMATON_AGENT", freezing_agent())
+            .args(["--task", "tasks/add-a-thing"])
+            .assert()
+            .code(26)
+            .stdout(predicate::str::contains(
+                "frozen acceptance files changed: .state.frozen (unreadable: not valid JSON",
+            ))
+            .stdout(predicate::str::contains(
+                "automaton approve tasks/add-a-thing",
+            ));
+    }
+    assert_eq!(
+        count(&p, "implement"),
+        0,
+        "the guard is closed before any agent runs"
+    );
     let doc = p.status_json();
     assert_eq!(doc["tasks"][0]["next_step"], "approve", "{doc}");
     p.test()
@@ -331,14 +337,44 @@ fn an_emptied_frozen_file_stops_the_task_until_approve_has_it_frozen_again() {
         .assert()
         .code(26)
         .stderr(predicate::str::contains(
-            "❄ tasks/add-a-thing: froze TEST_PLAN.md and tests/acceptance.sh\n▶ tasks/add-a-thing: implement",
+            "❄ tasks/add-a-thing: froze TEST_PLAN.md and tests/acceptance.sh (no .state.frozen \
+             was there)\n▶ tasks/add-a-thing: implement",
         ))
         .stdout(predicate::str::contains(
-            "tests/acceptance.sh (changed by the implement phase, attempt 2)",
+            "tests/acceptance.sh (changed by the implement phase, attempt 1)",
         ));
     let frozen: serde_json::Value =
         serde_json::from_str(&p.read("tasks/add-a-thing/.state.frozen")).unwrap();
     assert!(frozen["acceptance"]["tests/acceptance.sh"].is_string());
+}
+
+/// `git clean -fdx` or an agent removing `.state.frozen` along with its edit of a test: the
+/// record is put back and judges the edit.
+#[test]
+fn a_frozen_file_removed_by_a_phase_is_put_back_and_still_stops_the_task() {
+    let p = Project::new();
+    limits(&p, "", true);
+    orchestrate(&p)
+        .env("AUTOMATON_AGENT", freezing_agent())
+        .env(
+            "AGENT_IMPLEMENT",
+            "rm \"$AUTOMATON_TASK_DIR/.state.frozen\"; echo 'true' > tests/acceptance.sh",
+        )
+        .arg("add a thing")
+        .assert()
+        .code(26)
+        .stderr(predicate::str::contains(
+            "⚠ tasks/add-a-thing: the implement phase removed .state.frozen; put back",
+        ))
+        .stdout(predicate::str::contains(
+            "frozen acceptance files changed: tests/acceptance.sh (changed by the implement phase, attempt 1)",
+        ));
+    assert_eq!(count(&p, "bug_find"), 0);
+    orchestrate(&p)
+        .env("AUTOMATON_AGENT", freezing_agent())
+        .args(["--task", "tasks/add-a-thing"])
+        .assert()
+        .code(26);
 }
 
 #[test]
@@ -368,7 +404,8 @@ fn a_lost_frozen_file_is_frozen_again_before_the_next_phase_runs() {
         .assert()
         .code(26)
         .stderr(predicate::str::contains(
-            "❄ tasks/add-a-thing: froze TEST_PLAN.md and tests/acceptance.sh\n▶ tasks/add-a-thing: implement",
+            "❄ tasks/add-a-thing: froze TEST_PLAN.md and tests/acceptance.sh (no .state.frozen \
+             was there)\n▶ tasks/add-a-thing: implement",
         ))
         .stdout(predicate::str::contains(
             "tests/acceptance.sh (changed by the implement phase, attempt 1)",
