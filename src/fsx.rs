@@ -19,7 +19,7 @@
 //! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
 //! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
 //! | `.state.frozen` | durable; a freeze's fsync in the background ([`crate::task::frozen::freeze`]: as test_design ends, or before a later phase when none is there), the other writes' inline | the frozen acceptance hashes; an emptied one stops the task (fails closed), a lost one is frozen again before the next phase |
-//! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; those asked for within [`SYNC_INTERVAL`] of the last round wait and are done at once; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
+//! | `.incomplete` | durable, fsynced in the background as the agent starts ([`sync_in_background`]; those asked for within [`SYNC_INTERVAL`] of the last round wait and are done at once, but not the marker of a phase that ended meanwhile; all done before automaton exits) | the artifact a phase run is writing: without it, what a power cut left half-written would be judged; the agent's own writes reach the disk later |
 //! | a task folder's own entry | durable ([`crate::task::create_task`]); a sub-task's fsynced in the background, once for all a decomposition makes | the durable files above are in it; a lost sub-task folder is made again from the parent's DECOMPOSITION.md |
 //! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
 //! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
@@ -193,8 +193,10 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// is normally done within milliseconds (when phases start faster than [`SYNC_INTERVAL`], the
 /// fsyncs asked for meanwhile wait and are done at once, in one round), long before the
 /// kernel writes back what the agent wrote (seconds); [`wait_background_syncs`] waits for all
-/// of them (automaton calls it before it exits). The file and folder are opened now, so the
-/// sync reaches this inode even after the file was renamed away. A failed fsync is a warning
+/// of them (automaton calls it before it exits). The file and folder are opened now; a file
+/// that by its round no longer stands at `path` (removed, or replaced by a later write) is not
+/// synced: what it said is gone from the folder either way (a marker whose phase ended, a
+/// `.state.frozen` rewritten durably), and a replacement has its own. A failed fsync is a warning
 /// on stderr (only a power cut could then lose the file). When the syncs cannot be handed over
 /// (no thread, or a full queue of [`SYNC_QUEUE`] on a disk slower than the phases) the fsync
 /// runs here. Under full durability the write itself was fsynced: no-op.
@@ -239,8 +241,10 @@ const SYNC_QUEUE: usize = 64;
 /// commit, which briefly holds up every change to the file system, the agents' included;
 /// when phases start faster than this (short agents, `--jobs`), the syncs requested in the
 /// meantime wait and are done at once ([`sync_round`]), so one commit carries them all
-/// (group commit). A sync requested after a quiet spell runs at once.
-const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(20);
+/// (group commit), and the markers of phases that ended meanwhile need none. A sync requested
+/// after a quiet spell runs at once. 100 ms is still far less than the kernel takes to write
+/// back what an agent wrote (seconds).
+const SYNC_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// The background syncer: do each round of syncs in the order asked, at most one round per
 /// `interval`; a [`SyncMsg::Done`] ends the wait (automaton is about to exit). Returns how
@@ -286,14 +290,16 @@ fn sync_loop(rx: &mpsc::Receiver<SyncMsg>, interval: std::time::Duration) -> usi
     rounds
 }
 
-/// fsync every file `jobs` name, then every folder, each once (an fsync covers every write to
-/// its file before it, and a task's marker, its spare and its folder recur). Within each step
+/// fsync every file `jobs` name that still stands at its path, then their folders, each once
+/// (an fsync covers every write to its file before it, and a task's marker, its spare and its
+/// folder recur). Within each step
 /// the fsyncs run at the same time ([`sync_all_at_once`]): fsyncs that wait together are
 /// served by one journal commit, while one after the other each would force its own, the
 /// agents' writes going on meanwhile. Files first, so that a folder's fsync mostly finds its
 /// changes committed already. Returns how many it synced.
 fn sync_round(jobs: &[SyncJob]) -> usize {
     let mut seen = std::collections::HashSet::new();
+    let jobs: Vec<&SyncJob> = jobs.iter().filter(|j| j.still_at_path()).collect();
     let files = distinct(&mut seen, jobs.iter().map(|j| (&j.file, j.path.as_path())));
     let folders = distinct(&mut seen, jobs.iter().map(|j| (&j.dir, j.path.as_path())));
     sync_all_at_once(&files);
@@ -375,6 +381,15 @@ struct SyncJob {
 }
 
 impl SyncJob {
+    /// Whether `path` still names the file opened (not removed, nor replaced by a rename).
+    fn still_at_path(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        match (fs::metadata(&self.path), self.file.metadata()) {
+            (Ok(now), Ok(opened)) => (now.dev(), now.ino()) == (opened.dev(), opened.ino()),
+            _ => false,
+        }
+    }
+
     fn open(path: &Path) -> io::Result<Self> {
         let open = |p: &Path| {
             fs::File::open(p).map_err(|e| {
@@ -626,6 +641,26 @@ mod tests {
         jobs.extend((0..3).map(|_| SyncJob::open(&g).unwrap()));
         assert_eq!(sync_round(&jobs), 3, "f, g and their folder");
         assert_eq!(sync_round(&[]), 0);
+    }
+
+    /// A file removed or replaced before its round is not synced: it no longer says anything.
+    #[test]
+    fn a_round_skips_files_no_longer_at_their_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, g, h) = (
+            dir.path().join("f"),
+            dir.path().join("g"),
+            dir.path().join("h"),
+        );
+        for p in [&f, &g, &h] {
+            fs::write(p, "x").unwrap();
+        }
+        let jobs = [&f, &g, &h].map(|p| SyncJob::open(p).unwrap());
+        fs::remove_file(&f).unwrap();
+        write_rebuildable(&g, b"later").unwrap();
+        assert_eq!(sync_round(&jobs), 2, "h and its folder");
+        fs::remove_file(&h).unwrap();
+        assert_eq!(sync_round(&jobs), 0);
     }
 
     /// A full queue or a gone thread does not lose a sync: it runs in the caller instead of
