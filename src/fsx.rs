@@ -193,10 +193,11 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// is normally done within milliseconds (when phases start faster than [`SYNC_INTERVAL`], the
 /// fsyncs asked for meanwhile wait and are done at once, in one round), long before the
 /// kernel writes back what the agent wrote (seconds); [`wait_background_syncs`] waits for all
-/// of them (automaton calls it before it exits). The file and folder are opened now; a file
-/// that by its round no longer stands at `path` (removed, or replaced by a later write) is not
-/// synced: what it said is gone from the folder either way (a marker whose phase ended, a
-/// `.state.frozen` rewritten durably), and a replacement has its own. A failed fsync is a warning
+/// of them (automaton calls it before it exits). Which file `path` names is noted now (device
+/// and inode), and it is opened in its round; one that by then no longer stands at `path`
+/// (removed, or replaced by a rename) is not synced: what it said is gone from the folder (a
+/// marker whose phase ended, a `.state.frozen` replaced), and a replacement is as durable as
+/// its writer made it. A failed fsync is a warning
 /// on stderr (only a power cut could then lose the file). When the syncs cannot be handed over
 /// (no thread, or a full queue of [`SYNC_QUEUE`] on a disk slower than the phases) the fsync
 /// runs here. Under full durability the write itself was fsynced: no-op.
@@ -204,7 +205,7 @@ pub fn sync_in_background(path: &Path) -> io::Result<()> {
     if full_durability() {
         return Ok(());
     }
-    let job = SyncJob::open(path)?;
+    let job = SyncJob::new(path)?;
     let syncer = SYNCER.get_or_init(|| {
         let (tx, rx) = mpsc::sync_channel::<SyncMsg>(SYNC_QUEUE);
         std::thread::Builder::new()
@@ -234,7 +235,7 @@ pub fn wait_background_syncs() {
 }
 
 /// How many syncs may wait in the background thread's queue, and how many one round may
-/// gather while it waits: at most twice this many are pending, each holding two open files.
+/// gather while it waits: at most twice this many are pending (a path each, no open file).
 const SYNC_QUEUE: usize = 64;
 
 /// The least time between two rounds of background syncs. Every fsync forces a journal
@@ -299,9 +300,15 @@ fn sync_loop(rx: &mpsc::Receiver<SyncMsg>, interval: std::time::Duration) -> usi
 /// changes committed already. Returns how many it synced.
 fn sync_round(jobs: &[SyncJob]) -> usize {
     let mut seen = std::collections::HashSet::new();
-    let jobs: Vec<&SyncJob> = jobs.iter().filter(|j| j.still_at_path()).collect();
-    let files = distinct(&mut seen, jobs.iter().map(|j| (&j.file, j.path.as_path())));
-    let folders = distinct(&mut seen, jobs.iter().map(|j| (&j.dir, j.path.as_path())));
+    let open: Vec<(fs::File, fs::File, &Path)> = jobs
+        .iter()
+        .filter_map(|j| {
+            j.open_if_still_there()
+                .map(|(f, d)| (f, d, j.path.as_path()))
+        })
+        .collect();
+    let files = distinct(&mut seen, open.iter().map(|(f, _, p)| (f, *p)));
+    let folders = distinct(&mut seen, open.iter().map(|(_, d, p)| (d, *p)));
     sync_all_at_once(&files);
     sync_all_at_once(&folders);
     files.len() + folders.len()
@@ -334,11 +341,7 @@ fn sync_all_at_once(targets: &[(&fs::File, &Path)]) {
     let work = || {
         while let Some((f, path)) = targets.get(next.fetch_add(1, Ordering::Relaxed)) {
             if let Err(e) = f.sync_all() {
-                let _ = writeln!(
-                    io::stderr(),
-                    "warning: cannot sync {}: {e} (a power cut could lose it)",
-                    path.display()
-                );
+                warn_unsynced::<()>(path, &e);
             }
         }
     };
@@ -373,38 +376,55 @@ fn hand_over(tx: &mpsc::SyncSender<SyncMsg>, job: SyncJob) {
     }
 }
 
-/// A file and its folder, opened for [`sync_in_background`].
+/// A file to sync for [`sync_in_background`]: its path and which file it was when asked
+/// (device and inode). Opened only in its round, so pending syncs hold no descriptors.
 struct SyncJob {
-    file: fs::File,
-    dir: fs::File,
     path: std::path::PathBuf,
+    id: (u64, u64),
 }
 
 impl SyncJob {
-    /// Whether `path` still names the file opened (not removed, nor replaced by a rename).
-    fn still_at_path(&self) -> bool {
+    fn new(path: &Path) -> io::Result<Self> {
         use std::os::unix::fs::MetadataExt;
-        match (fs::metadata(&self.path), self.file.metadata()) {
-            (Ok(now), Ok(opened)) => (now.dev(), now.ino()) == (opened.dev(), opened.ino()),
-            _ => false,
-        }
-    }
-
-    fn open(path: &Path) -> io::Result<Self> {
-        let open = |p: &Path| {
-            fs::File::open(p).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot open {} to sync it: {e}", p.display()),
-                )
-            })
-        };
+        let m = fs::metadata(path).map_err(|e| {
+            io::Error::new(e.kind(), format!("cannot sync {}: {e}", path.display()))
+        })?;
         Ok(Self {
-            file: open(path)?,
-            dir: open(folder_of(path))?,
             path: path.to_path_buf(),
+            id: (m.dev(), m.ino()),
         })
     }
+
+    /// The file and its folder, opened, while `path` still names the file asked for; `None`
+    /// when it was removed or replaced since (what it said is gone), or cannot be opened (a
+    /// warning: a power cut could lose it).
+    fn open_if_still_there(&self) -> Option<(fs::File, fs::File)> {
+        use std::os::unix::fs::MetadataExt;
+        let opened = fs::File::open(&self.path).and_then(|f| {
+            let m = f.metadata()?;
+            Ok(((m.dev(), m.ino()) == self.id).then_some(f))
+        });
+        let file = match opened {
+            Ok(file) => file?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => return warn_unsynced(&self.path, &e),
+        };
+        match fs::File::open(folder_of(&self.path)) {
+            Ok(dir) => Some((file, dir)),
+            Err(e) => warn_unsynced(&self.path, &e),
+        }
+    }
+}
+
+/// Say on stderr that `path` could not be synced (`writeln!`, which cannot panic on a closed
+/// stderr the way `eprintln!` would).
+fn warn_unsynced<T>(path: &Path, e: &io::Error) -> Option<T> {
+    let _ = writeln!(
+        io::stderr(),
+        "warning: cannot sync {}: {e} (a power cut could lose it)",
+        path.display()
+    );
+    None
 }
 
 /// The folder a file is in (`.` for a bare name).
@@ -564,11 +584,11 @@ pub fn read_prefix(path: &Path, limit: usize) -> io::Result<(Vec<u8>, bool)> {
 mod tests {
     use super::*;
 
-    /// The background sync opens its file (and folder) at once, so the file may be renamed
-    /// away right after, as the runner does at the end of a phase; waiting for the syncs
-    /// returns once they are done; a missing file is an error at once, naming it.
+    /// Markers written and removed faster than the syncer's rounds (as short phases do): the
+    /// syncs are queued or run in place, and waiting for them returns once they are done; a
+    /// missing file is an error at once, naming it.
     #[test]
-    fn background_sync_opens_now_waits_and_names_a_missing_file() {
+    fn background_sync_waits_and_names_a_missing_file() {
         let dir = tempfile::tempdir().unwrap();
         for i in 0..3 * SYNC_QUEUE {
             let p = dir.path().join(".incomplete");
@@ -597,7 +617,7 @@ mod tests {
         let syncer = std::thread::spawn(move || sync_loop(&rx, std::time::Duration::from_secs(30)));
         let sync_then_done = |n: usize| {
             for _ in 0..n {
-                tx.send(SyncMsg::Sync(SyncJob::open(&p).unwrap())).unwrap();
+                tx.send(SyncMsg::Sync(SyncJob::new(&p).unwrap())).unwrap();
             }
             let (reply, done) = mpsc::channel();
             tx.send(SyncMsg::Done(reply)).unwrap();
@@ -637,8 +657,8 @@ mod tests {
         let (f, g) = (dir.path().join("f"), dir.path().join("g"));
         fs::write(&f, "x").unwrap();
         fs::write(&g, "y").unwrap();
-        let mut jobs: Vec<SyncJob> = (0..10).map(|_| SyncJob::open(&f).unwrap()).collect();
-        jobs.extend((0..3).map(|_| SyncJob::open(&g).unwrap()));
+        let mut jobs: Vec<SyncJob> = (0..10).map(|_| SyncJob::new(&f).unwrap()).collect();
+        jobs.extend((0..3).map(|_| SyncJob::new(&g).unwrap()));
         assert_eq!(sync_round(&jobs), 3, "f, g and their folder");
         assert_eq!(sync_round(&[]), 0);
     }
@@ -655,12 +675,37 @@ mod tests {
         for p in [&f, &g, &h] {
             fs::write(p, "x").unwrap();
         }
-        let jobs = [&f, &g, &h].map(|p| SyncJob::open(p).unwrap());
+        let jobs = [&f, &g, &h].map(|p| SyncJob::new(p).unwrap());
         fs::remove_file(&f).unwrap();
         write_rebuildable(&g, b"later").unwrap();
         assert_eq!(sync_round(&jobs), 2, "h and its folder");
         fs::remove_file(&h).unwrap();
         assert_eq!(sync_round(&jobs), 0);
+    }
+
+    /// The runner's marker: a sync asked for as a phase starts is skipped once the phase
+    /// removed the marker, and done when the next phase put the recycled inode back (with
+    /// its own content); a folder (`subtasks/`) is synced with the folder it is in.
+    #[test]
+    fn a_round_follows_the_recycled_marker_and_syncs_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join(".incomplete");
+        let write = |text: &str| write_recycling(&marker, text.as_bytes(), Durability::Rebuildable);
+        write("SPEC.md\n").unwrap();
+        let job = [SyncJob::new(&marker).unwrap()];
+        remove_recycling(&marker).unwrap(); // the marker becomes the spare
+        assert_eq!(sync_round(&job), 0, "the phase ended: nothing to sync");
+        write("DESIGN.md\n").unwrap(); // the spare, written, becomes the marker again
+        assert_eq!(
+            sync_round(&job),
+            2,
+            "the next phase's marker and its folder"
+        );
+        write("TEST_PLAN.md\n").unwrap(); // exchanged with a new spare
+        assert_eq!(sync_round(&job), 0, "replaced");
+        let sub = dir.path().join("subtasks");
+        fs::create_dir(&sub).unwrap();
+        assert_eq!(sync_round(&[SyncJob::new(&sub).unwrap()]), 2);
     }
 
     /// A full queue or a gone thread does not lose a sync: it runs in the caller instead of
@@ -671,12 +716,12 @@ mod tests {
         let p = dir.path().join("f");
         fs::write(&p, "x").unwrap();
         let (tx, rx) = mpsc::sync_channel::<SyncMsg>(1);
-        hand_over(&tx, SyncJob::open(&p).unwrap());
-        hand_over(&tx, SyncJob::open(&p).unwrap()); // full: run here
+        hand_over(&tx, SyncJob::new(&p).unwrap());
+        hand_over(&tx, SyncJob::new(&p).unwrap()); // full: run here
         assert!(matches!(rx.try_recv(), Ok(SyncMsg::Sync(_))));
         assert!(rx.try_recv().is_err(), "only the first was queued");
         drop(rx);
-        hand_over(&tx, SyncJob::open(&p).unwrap()); // no thread: run here
+        hand_over(&tx, SyncJob::new(&p).unwrap()); // no thread: run here
     }
 
     /// A file rewritten and removed once per phase keeps the same two inodes: the content

@@ -53,10 +53,9 @@ pub struct AgentSpec<'a> {
     /// A file written without fsync that must become durable before the agent's own writes
     /// can (`.incomplete`): handed to the background fsync ([`crate::fsx::sync_in_background`])
     /// just after the agent is released, so a phase does not wait for the disk. That fsync takes
-    /// milliseconds (up to ~100 ms when phases start faster than its interval, and none when
-    /// the phase ended first); the agent's
-    /// writes reach the disk seconds later (kernel writeback), unless the agent fsyncs them
-    /// itself at once.
+    /// milliseconds (up to 100 ms and the disk's time when phases start faster than the
+    /// syncer's interval; none when the phase ended first); the agent's writes reach the disk
+    /// seconds later (kernel writeback), unless the agent fsyncs them itself at once.
     pub sync_after_start: Option<&'a Path>,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,

@@ -74,7 +74,7 @@ pub fn clear_stop(dir: &Path) -> io::Result<()> {
 
 /// Mark `artifact` (a file name) as being written by a phase run that has not finished; the
 /// marker's path. Written without fsync: the runner has it fsynced in the background as the
-/// agent starts ([`crate::fsx::sync_in_background`]), which takes milliseconds (up to ~100 ms
+/// agent starts ([`crate::fsx::sync_in_background`]), which takes milliseconds (up to 100 ms
 /// when phases start in quick succession, so one journal commit carries several; none when the
 /// phase ended first), while the kernel writes back what the agent wrote seconds later.
 pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<PathBuf> {
