@@ -188,8 +188,8 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// Make a file already written by rename durable (fsync it, then its folder, for the rename)
 /// on a background thread, without waiting for the disk: for the runner's `.incomplete`,
 /// requested as its agent starts (and the `subtasks/` folder a decomposition filled, and
-/// `.state.frozen` when a freeze writes it). A short
-/// agent used to end before the fsync did, and the next phase waited for the disk. The fsync
+/// `.state.frozen` when a freeze writes it). A short agent used to end before the fsync did,
+/// and the next phase waited for the disk. The fsync
 /// is normally done within milliseconds (when phases start faster than [`SYNC_INTERVAL`], the
 /// fsyncs asked for meanwhile wait and are done at once, in one round), long before the
 /// kernel writes back what the agent wrote (seconds); [`wait_background_syncs`] waits for all
@@ -197,10 +197,10 @@ fn spare_of(path: &Path) -> io::Result<std::path::PathBuf> {
 /// and inode), and it is opened in its round; one that by then no longer stands at `path`
 /// (removed, or replaced by a rename) is not synced: what it said is gone from the folder (a
 /// marker whose phase ended, a `.state.frozen` replaced), and a replacement is as durable as
-/// its writer made it. A failed fsync is a warning
-/// on stderr (only a power cut could then lose the file). When the syncs cannot be handed over
-/// (no thread, or a full queue of [`SYNC_QUEUE`] on a disk slower than the phases) the fsync
-/// runs here. Under full durability the write itself was fsynced: no-op.
+/// its writer made it. A failed fsync is a warning on stderr (only a power cut could then lose
+/// the file). When the syncs cannot be handed over (no thread, or a full queue of
+/// [`SYNC_QUEUE`] on a disk slower than the phases) the fsync runs here. Under full durability
+/// the write itself was fsynced: no-op.
 pub fn sync_in_background(path: &Path) -> io::Result<()> {
     if full_durability() {
         return Ok(());
@@ -293,11 +293,10 @@ fn sync_loop(rx: &mpsc::Receiver<SyncMsg>, interval: std::time::Duration) -> usi
 
 /// fsync every file `jobs` name that still stands at its path, then their folders, each once
 /// (an fsync covers every write to its file before it, and a task's marker, its spare and its
-/// folder recur). Within each step
-/// the fsyncs run at the same time ([`sync_all_at_once`]): fsyncs that wait together are
-/// served by one journal commit, while one after the other each would force its own, the
-/// agents' writes going on meanwhile. Files first, so that a folder's fsync mostly finds its
-/// changes committed already. Returns how many it synced.
+/// folder recur). Within each step the fsyncs run at the same time ([`sync_all_at_once`]):
+/// fsyncs that wait together are served by one journal commit, while one after the other each
+/// would force its own, the agents' writes going on meanwhile. Files first, so that a folder's
+/// fsync mostly finds its changes committed already. Returns how many it synced.
 fn sync_round(jobs: &[SyncJob]) -> usize {
     let mut seen = std::collections::HashSet::new();
     let open: Vec<(fs::File, fs::File, &Path)> = jobs

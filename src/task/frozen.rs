@@ -194,8 +194,8 @@ pub fn summary(task_dir: &Path) -> Option<String> {
         Ok(None) => return None,
         Err(why) => {
             return Some(format!(
-                "{FROZEN_FILE} (unreadable: {why}; what was frozen is unknown, and approving \
-                 freezes the files again as they are)"
+                "{FROZEN_FILE} (unreadable: {why}; what was frozen is unknown: approving sets \
+                 it aside, and the next run freezes the files again as they are then)"
             ));
         }
     };
