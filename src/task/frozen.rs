@@ -278,6 +278,13 @@ pub fn accept(task_dir: &Path) -> io::Result<Acceptance> {
 mod tests {
     use super::*;
 
+    /// A task folder whose TEST_PLAN.md says `plan`, and an empty working directory.
+    fn planned(plan: &str) -> (tempfile::TempDir, tempfile::TempDir) {
+        let task = tempfile::tempdir().unwrap();
+        std::fs::write(task.path().join("TEST_PLAN.md"), plan).unwrap();
+        (task, tempfile::tempdir().unwrap())
+    }
+
     #[test]
     fn the_acceptance_list_is_read_from_its_heading_only() {
         let plan = "# Test plan\n\n## Strategy\n- `not/this.rs`\n\n## Acceptance Tests\n\n\
@@ -300,13 +307,7 @@ mod tests {
 
     #[test]
     fn freeze_detect_record_accept() {
-        let task = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(
-            task.path().join("TEST_PLAN.md"),
-            "## Acceptance tests\n- `t/a.sh`\n- `t/later.sh`\n",
-        )
-        .unwrap();
+        let (task, root) = planned("## Acceptance tests\n- `t/a.sh`\n- `t/later.sh`\n");
         std::fs::create_dir(root.path().join("t")).unwrap();
         std::fs::write(root.path().join("t/a.sh"), "check\n").unwrap();
         assert!(changed(task.path()).is_empty());
@@ -336,13 +337,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_frozen_file_fails_closed_until_approved() {
-        let task = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(
-            task.path().join("TEST_PLAN.md"),
-            "## Acceptance tests\n- `a`\n",
-        )
-        .unwrap();
+        let (task, root) = planned("## Acceptance tests\n- `a`\n");
         freeze(task.path(), root.path()).unwrap();
         // A power cut before the fsync can leave it empty; an agent can garble it.
         for torn in ["", "{\"v\": 1, \"pla"] {
@@ -392,13 +387,7 @@ mod tests {
 
     #[test]
     fn a_frozen_file_a_phase_removed_or_garbled_is_put_back() {
-        let task = tempfile::tempdir().unwrap();
-        let root = tempfile::tempdir().unwrap();
-        std::fs::write(
-            task.path().join("TEST_PLAN.md"),
-            "## Acceptance tests\n- `a`\n",
-        )
-        .unwrap();
+        let (task, root) = planned("## Acceptance tests\n- `a`\n");
         assert_eq!(before_phase(task.path()), None);
         assert_eq!(restore(task.path(), None).unwrap(), None);
         freeze(task.path(), root.path()).unwrap();
