@@ -210,9 +210,13 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
             kind => format!("automaton: driving {rel} with {kind}: `{shown}`"),
         },
     );
-    let outcome = driver::drive(&run, &rel, true)?;
-    let mut tree = TaskTree::load_task(&ctx.project, &rel, &config);
-    tree.apply_gates(&gates);
+    let mut last = None;
+    let outcome = driver::drive_keeping(&run, &rel, true, &mut last)?;
+    let mut tree = last.unwrap_or_else(|| {
+        let mut tree = TaskTree::load_task(&ctx.project, &rel, &config);
+        tree.apply_gates(&gates);
+        tree
+    });
     tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     finish(&tree, &prefix, &progress, &rel, outcome, args.step)
@@ -479,6 +483,7 @@ fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> super::Result<
                 description: Some(desc),
                 copy_from: None,
                 rebuildable: false,
+                files: &[],
             },
         )?;
         let _ = crate::detect::invalidate_cache(&ctx.project);

@@ -23,6 +23,7 @@ pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> super::Result<u8> {
             description: None,
             copy_from: None,
             rebuildable: false,
+            files: &[],
         },
     )?;
     // Seed 000: a new task invalidates the VRAM detection cache.

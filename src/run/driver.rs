@@ -101,6 +101,18 @@ fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
 /// so a stop recorded by an earlier run is cleared and the task tried again. Each turn reads
 /// the facts, asks [`next_action`] what to do, and does it.
 pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome> {
+    drive_keeping(run, rel, explicit, &mut None)
+}
+
+/// [`drive`], keeping in `last` the read of the task (and its sub-tasks, gates applied) that
+/// found it complete: nothing is written after that read but `.state`, so the caller can
+/// report from it instead of reading every folder again.
+pub fn drive_keeping(
+    run: &Run<'_>,
+    rel: &str,
+    explicit: bool,
+    last: &mut Option<TaskTree>,
+) -> super::Result<Outcome> {
     let dir = run.settings.project.join(rel);
     // What a killed run left behind is stopped and set aside before anything is decided.
     super::recover::recover(run, rel)?;
@@ -172,6 +184,7 @@ pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome>
                     || json!({"task": rel}),
                     || format!("✔ {rel}: complete"),
                 );
+                *last = Some(tree);
                 return Ok(Outcome::Complete);
             }
             Action::Human(kind) => {

@@ -23,10 +23,10 @@ pub fn sync_subtasks(
     decision: &Decision,
 ) -> super::Result<()> {
     let project = &run.settings.project;
-    // Listed sub-tasks whose folder exists but lacks the files sync writes after creating it:
-    // an earlier run died in between (kill -9), or a power cut lost them (they are not
-    // fsynced: they are derived from the plan's row). Fill in what is missing before anything
-    // runs without its scope.
+    // Listed sub-tasks whose folder exists but lacks the files sync writes into it: a power cut
+    // lost them (they are not fsynced: they are derived from the plan's row), or an older
+    // automaton died between making the folder and writing them. Fill in what is missing
+    // before anything runs without its scope.
     let unfinished: Vec<&str> = plan
         .rows
         .iter()
@@ -35,7 +35,7 @@ pub fn sync_subtasks(
         .filter(|name| {
             let dir = parent_dir.join(SUBTASKS_DIR).join(name);
             dir.is_dir()
-                && ["PARENT_SPEC.md", "VRAM_CONFIG.md"]
+                && [PARENT_SPEC, VRAM_CONFIG]
                     .iter()
                     .any(|f| !dir.join(f).is_file())
         })
@@ -74,7 +74,8 @@ pub fn sync_subtasks(
         for name in &decision.missing {
             let Some(row) = plan.row(name) else { continue };
             let rel = format!("{parent_rel}/subtasks/{name}");
-            let dir = create_task(
+            let (spec, config) = sync_files(parent_rel, row, &vram);
+            create_task(
                 project,
                 &NewTask {
                     rel: &rel,
@@ -82,9 +83,12 @@ pub fn sync_subtasks(
                     description: None,
                     copy_from: None,
                     rebuildable: true,
+                    files: &[
+                        (PARENT_SPEC, spec.as_bytes()),
+                        (VRAM_CONFIG, config.as_bytes()),
+                    ],
                 },
             )?;
-            write_sync_files(&dir, parent_rel, row, &vram)?;
             run.progress.event(
                 "subtask_created",
                 || json!({"task": rel, "wave": row.wave, "depends_on": row.depends_on, "estimate": row.estimate}),
@@ -135,7 +139,9 @@ pub fn sync_subtasks(
 }
 
 /// The files sync writes into a sub-task folder it creates (besides `.state`).
-const SYNC_FILES: [&str; 3] = [STATE_FILE, "PARENT_SPEC.md", "VRAM_CONFIG.md"];
+const SYNC_FILES: [&str; 3] = [STATE_FILE, PARENT_SPEC, VRAM_CONFIG];
+const PARENT_SPEC: &str = "PARENT_SPEC.md";
+const VRAM_CONFIG: &str = "VRAM_CONFIG.md";
 
 /// Whether a sub-task folder holds nothing but what sync wrote into it: no artifact, no log,
 /// no `.stop`, no note of the user's. Only such a folder may be deleted or filled in.
@@ -153,22 +159,30 @@ fn never_started(dir: &Path) -> bool {
     }
 }
 
-/// Not fsynced: derived from the plan's row, and written again by the next sync when lost.
+/// Write the files a sub-task folder was made with again (see `unfinished` above). Not
+/// fsynced: derived from the plan's row, and written again by the next sync when lost.
 fn write_sync_files(
     dir: &Path,
     parent_rel: &str,
     row: &SubtaskRow,
     vram: &crate::detect::VramReport,
 ) -> super::Result<()> {
-    write_rebuildable(
-        &dir.join("PARENT_SPEC.md"),
-        parent_spec(parent_rel, row, vram.max_peak_context_kb).as_bytes(),
-    )?;
-    write_rebuildable(
-        &dir.join("VRAM_CONFIG.md"),
-        crate::detect::render_vram_config_md(vram, row.estimate).as_bytes(),
-    )?;
+    let (spec, config) = sync_files(parent_rel, row, vram);
+    write_rebuildable(&dir.join(PARENT_SPEC), spec.as_bytes())?;
+    write_rebuildable(&dir.join(VRAM_CONFIG), config.as_bytes())?;
     Ok(())
+}
+
+/// What `PARENT_SPEC.md` and `VRAM_CONFIG.md` say for the sub-task of `row`.
+fn sync_files(
+    parent_rel: &str,
+    row: &SubtaskRow,
+    vram: &crate::detect::VramReport,
+) -> (String, String) {
+    (
+        parent_spec(parent_rel, row, vram.max_peak_context_kb),
+        crate::detect::render_vram_config_md(vram, row.estimate),
+    )
 }
 
 fn parent_spec(parent_rel: &str, row: &SubtaskRow, max_peak: u64) -> String {

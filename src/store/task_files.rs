@@ -42,15 +42,24 @@ pub struct OriginFile {
 pub fn write_state(dir: &Path, state: State) -> io::Result<()> {
     crate::fsx::write_recycling(
         &dir.join(STATE_FILE),
-        format!("{}\n", state.word()).as_bytes(),
+        state_text(state).as_bytes(),
         crate::fsx::Durability::Rebuildable,
     )
 }
 
+/// What `.state` holds for `state`.
+pub fn state_text(state: State) -> String {
+    format!("{}\n", state.word())
+}
+
 /// Write `.origin` atomically.
 pub fn write_origin(dir: &Path, origin: &OriginFile) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(origin).map_err(io::Error::other)?;
-    write_atomic(&dir.join(ORIGIN_FILE), text.as_bytes())
+    write_atomic(&dir.join(ORIGIN_FILE), origin_text(origin)?.as_bytes())
+}
+
+/// What `.origin` holds for `origin`.
+pub fn origin_text(origin: &OriginFile) -> io::Result<String> {
+    serde_json::to_string_pretty(origin).map_err(io::Error::other)
 }
 
 /// Stop a task for a human: `.stop` says why, then `.state` says `human_intervention`

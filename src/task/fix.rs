@@ -149,6 +149,7 @@ pub fn create_fix_tasks(
                         )),
                         copy_from: Some((&fix.from, &tree.nodes[i].dir, &COPIED)),
                         rebuildable: false,
+                        files: &[],
                     },
                 )?;
             }

@@ -134,14 +134,16 @@ fn lapse(approval: &Record, now: &BTreeMap<String, String>) -> Option<String> {
 }
 
 /// The artifacts built on inputs that changed since their phase ran, in lifecycle order. An
-/// artifact built on a stale one is stale too. With the hashes taken to tell.
+/// artifact built on a stale one is stale too. With the hashes taken to tell, starting from
+/// `known` (the files the snapshot read whole, [`Snapshot::hashes`]).
 pub fn stale_artifacts(
     dir: &Path,
     rel: &str,
     snap: &Snapshot,
+    known: Hashed,
     warnings: &mut Vec<String>,
 ) -> (Vec<StaleArtifact>, Hashed) {
-    let mut cache = Hashed::new();
+    let mut cache = known;
     if !snap.has_inputs {
         return (Vec::new(), cache);
     }

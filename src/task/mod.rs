@@ -7,11 +7,11 @@ pub mod index;
 pub mod snapshot;
 pub mod tree;
 
-use crate::fsx::write_atomic;
 use crate::state::State;
-use crate::store::task_files::{OriginFile, write_origin, write_state};
+use crate::store::task_files::{ORIGIN_FILE, OriginFile, STATE_FILE, origin_text, state_text};
 use std::fs;
 use std::io;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 pub use tree::{TaskNode, TaskTree};
@@ -32,6 +32,8 @@ pub struct NewTask<'a> {
     /// again if a power cut lost it: its new entry is not fsynced here (the caller has the
     /// folder above synced once for all it made, see [`crate::fsx::sync_in_background`]).
     pub rebuildable: bool,
+    /// Further files (name, content) the folder holds from its first moment.
+    pub files: &'a [(&'a str, &'a [u8])],
 }
 
 /// A task folder that could not be created; each names the folder or file.
@@ -46,40 +48,46 @@ pub enum TaskError {
     Write(#[from] io::Error),
 }
 
-/// Create a task folder with `.state` (and `.origin`, `TASK.md`, copied reports where asked).
-/// Refuses a folder that already exists. Every file is written atomically.
+/// Create a task folder with `.state` (and `.origin`, `TASK.md`, copied reports, the
+/// caller's `files` where asked). Refuses a folder that already exists.
 pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskError> {
     let dir = project.join(task.rel);
     let parent = dir.parent().unwrap_or(project).to_path_buf();
-    fs::create_dir_all(&parent).map_err(|source| TaskError::Create {
+    let create_error = |source| TaskError::Create {
         path: parent.display().to_string(),
         source,
-    })?;
-    if dir.exists() {
-        return Err(TaskError::Exists(task.rel.to_string()));
-    }
+    };
     // The folder appears whole or not at all: it is built under a temporary name beside its
-    // place (dot-named, so discovery skips it) and renamed into place once every file is in.
-    let tmp = tempfile::Builder::new()
-        .prefix(crate::fsx::TEMP_PREFIX)
-        .tempdir_in(&parent)
-        .map_err(|source| TaskError::Create {
-            path: parent.display().to_string(),
-            source,
-        })?;
-    // A task folder is as open as one `mkdir` makes (a temp dir is 0700).
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // umask can only be read by swapping it; it is put back at once.
-        let umask = rustix::process::umask(rustix::fs::Mode::from_bits_truncate(0o022));
-        rustix::process::umask(umask);
-        let _ = fs::set_permissions(
-            tmp.path(),
-            fs::Permissions::from_mode(0o777 & !umask.bits()),
-        );
+    // place (dot-named, so discovery skips it) and renamed into place once every file is in,
+    // so the files in it are written plainly. It is made as open as `mkdir` makes a folder
+    // (the umask applies).
+    let staging = || {
+        tempfile::Builder::new()
+            .prefix(crate::fsx::TEMP_PREFIX)
+            .permissions(fs::Permissions::from_mode(0o777))
+            .tempdir_in(&parent)
+    };
+    // The folder above usually exists: made only when the staging folder cannot be.
+    let tmp = match staging() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(&parent).map_err(create_error)?;
+            staging()
+        }
+        other => other,
     }
-    fill_task(tmp.path(), task)?;
+    .map_err(create_error)?;
+    let sync = !task.rebuildable || crate::fsx::full_durability();
+    fill_task(tmp.path(), &dir, task, sync)?;
+    if sync {
+        fs::File::open(tmp.path())
+            .and_then(|d| d.sync_all())
+            .map_err(create_error)?;
+    }
     let staged = tmp.keep();
+    let refused = |staged: &Path| {
+        let _ = fs::remove_dir_all(staged);
+        TaskError::Exists(task.rel.to_string())
+    };
     match rustix::fs::renameat_with(
         rustix::fs::CWD,
         &staged,
@@ -89,11 +97,14 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
     ) {
         Ok(()) => {}
         Err(rustix::io::Errno::EXIST) | Err(rustix::io::Errno::NOTEMPTY) => {
-            let _ = fs::remove_dir_all(&staged);
-            return Err(TaskError::Exists(task.rel.to_string()));
+            return Err(refused(&staged));
         }
         Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
-            // No RENAME_NOREPLACE on this filesystem: an existing folder was refused above.
+            // No RENAME_NOREPLACE on this filesystem: a plain rename would replace an empty
+            // folder, so an existing one is refused first.
+            if dir.exists() {
+                return Err(refused(&staged));
+            }
             fs::rename(&staged, &dir).map_err(|source| {
                 let _ = fs::remove_dir_all(&staged);
                 TaskError::Create {
@@ -110,16 +121,38 @@ pub fn create_task(project: &Path, task: &NewTask<'_>) -> Result<PathBuf, TaskEr
             });
         }
     }
-    if (!task.rebuildable || crate::fsx::full_durability())
-        && let Ok(d) = fs::File::open(&parent)
-    {
+    if sync && let Ok(d) = fs::File::open(&parent) {
         let _ = d.sync_all();
     }
     Ok(dir)
 }
 
-/// Write the files of a new task into `dir`.
-fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<(), TaskError> {
+/// Write a file that does not exist yet (readable by all, as a shell's `>` makes it).
+fn write_new(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
+    use std::io::Write;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(path)?;
+    f.write_all(bytes)?;
+    if sync {
+        f.sync_all()?;
+    }
+    Ok(())
+}
+
+/// Write the files of a new task into `staging`, the folder that becomes `dir` (which errors
+/// name); each fsynced when `sync`.
+fn fill_task(staging: &Path, dir: &Path, task: &NewTask<'_>, sync: bool) -> Result<(), TaskError> {
+    let put = |name: &str, bytes: &[u8]| {
+        write_new(&staging.join(name), bytes, sync).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("cannot write {}: {e}", dir.join(name).display()),
+            )
+        })
+    };
     let mut origin = OriginFile {
         start: task.start.word().to_string(),
         ..OriginFile::default()
@@ -128,7 +161,7 @@ fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<(), TaskError> {
         origin.from = Some(from_rel.to_string());
         for file in files {
             if let Ok(bytes) = crate::fsx::read(from_dir.join(file)) {
-                write_atomic(&dir.join(file), &bytes)?;
+                put(file, &bytes)?;
                 origin
                     .inherited
                     .insert(file.to_string(), snapshot::content_hash(&bytes));
@@ -136,14 +169,14 @@ fn fill_task(dir: &Path, task: &NewTask<'_>) -> Result<(), TaskError> {
         }
     }
     if let Some(desc) = task.description {
-        write_atomic(
-            &dir.join(TASK_FILE),
-            format!("# Task\n\n{}\n", desc.trim()).as_bytes(),
-        )?;
+        put(TASK_FILE, format!("# Task\n\n{}\n", desc.trim()).as_bytes())?;
+    }
+    for (name, bytes) in task.files {
+        put(name, bytes)?;
     }
     if task.start != State::NEW || origin.from.is_some() {
-        write_origin(dir, &origin)?;
+        put(ORIGIN_FILE, origin_text(&origin)?.as_bytes())?;
     }
-    write_state(dir, task.start)?;
+    put(STATE_FILE, state_text(task.start).as_bytes())?;
     Ok(())
 }

@@ -46,6 +46,10 @@ pub struct Snapshot {
     /// The artifact a phase run that did not finish was writing (`.incomplete`): it does not
     /// count, whatever it holds.
     pub incomplete: Option<Artifact>,
+    /// In a folder that records inputs (`.state.inputs`), the SHA-256 of each artifact this
+    /// read took whole: its staleness check starts from them instead of reading those files
+    /// again ([`crate::task::gates::stale_artifacts`]), and then owns them.
+    pub hashes: Option<Box<crate::task::gates::Hashed>>,
 }
 
 /// FNV-1a, 64 bit: enough to tell whether an inherited copy was rewritten.
@@ -199,18 +203,29 @@ pub fn read_snapshot_in(
                     _ => false,
                 }
             }
-            None => match cache.probe(artifact_id(a), &path, probe_content) {
-                Ok((content, utf8_ok)) => {
-                    if !utf8_ok {
-                        warnings.push(format!("{rel}/{}: not valid UTF-8", a.file_name()));
+            None => {
+                let mut hash = None;
+                let probed = match snap.has_inputs {
+                    true => cache.probe(artifact_id(a), &path, |f| probe_hashing(f, &mut hash)),
+                    false => cache.probe(artifact_id(a), &path, probe_content),
+                };
+                if let Some(hash) = hash {
+                    let hashes = snap.hashes.get_or_insert_default();
+                    hashes.insert(a.file_name().to_string(), Some(hash));
+                }
+                match probed {
+                    Ok((content, utf8_ok)) => {
+                        if !utf8_ok {
+                            warnings.push(format!("{rel}/{}: not valid UTF-8", a.file_name()));
+                        }
+                        content
                     }
-                    content
+                    Err(e) => {
+                        warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
+                        false
+                    }
                 }
-                Err(e) => {
-                    warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
-                    false
-                }
-            },
+            }
         };
         if counts {
             snap.artifacts.insert(a);
@@ -266,6 +281,32 @@ pub fn read_snapshot_in(
 
 fn has_content(bytes: &[u8]) -> bool {
     bytes.iter().any(|b| !b.is_ascii_whitespace())
+}
+
+/// [`probe_content`], reading the whole file (up to [`MAX_PARSED_BYTES`]) to set `hash` to
+/// its SHA-256 when it was read to its end.
+fn probe_hashing(
+    file: &mut std::fs::File,
+    hash: &mut Option<String>,
+) -> std::io::Result<(bool, bool)> {
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = file.read(&mut chunk)?;
+        if n == 0 {
+            *hash = Some(crate::store::approvals::sha256_hex(&bytes));
+            break;
+        }
+        if bytes.len() + n > MAX_PARSED_BYTES {
+            break;
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    // As the probe judges: content anywhere in what was read, UTF-8 in the first 4 KiB.
+    let head = &bytes[..bytes.len().min(chunk.len())];
+    // A character cut at the end of that part is fine; anything else is not UTF-8.
+    let utf8_ok = std::str::from_utf8(head).map_or_else(|e| e.error_len().is_none(), |_| true);
+    Ok((has_content(&bytes), utf8_ok))
 }
 
 /// Whether a file holds anything but whitespace, reading only as far as needed; and whether
@@ -330,6 +371,42 @@ fn read_text(
         Err(e) => {
             warnings.push(format!("{rel}/{name}: cannot read: {e}"));
             None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::approvals::sha256_file;
+
+    /// In a folder that records inputs the artifacts are read whole and hashed, with the same
+    /// answers as the plain probe (whitespace only does not count, bad UTF-8 warns); in one
+    /// that does not, nothing is hashed.
+    #[test]
+    fn a_folder_recording_inputs_hashes_what_it_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path();
+        fs::write(t.join("SPEC.md"), " \n\t\n").unwrap();
+        fs::write(t.join("DESIGN.md"), b"\xff\xfe design\n").unwrap();
+        fs::write(t.join("TEST_PLAN.md"), "plan\n".repeat(2000)).unwrap();
+        let plain = {
+            let mut warnings = Vec::new();
+            let snap = read_snapshot(t, "t", &mut warnings);
+            assert!(snap.hashes.is_none());
+            (snap.artifacts, warnings)
+        };
+        assert!(!plain.0.contains(Artifact::Spec));
+        assert!(plain.0.contains(Artifact::Design) && plain.0.contains(Artifact::TestPlan));
+        assert_eq!(plain.1.len(), 1, "{:?}", plain.1);
+        fs::write(t.join(crate::store::inputs::INPUTS_FILE), "").unwrap();
+        let mut warnings = Vec::new();
+        let snap = read_snapshot(t, "t", &mut warnings);
+        assert_eq!((snap.artifacts, warnings), plain);
+        let hashes = snap.hashes.expect("hashed");
+        assert_eq!(hashes.len(), 3, "{hashes:?}");
+        for name in ["SPEC.md", "DESIGN.md", "TEST_PLAN.md"] {
+            assert_eq!(hashes[name], sha256_file(&t.join(name)), "{name}");
         }
     }
 }

@@ -286,9 +286,9 @@ fn dev_ino(st: &rustix::fs::Stat) -> (u64, u64) {
     (st.st_dev as u64, st.st_ino as u64)
 }
 
-/// Below this many top-level tasks a walk stays on one thread.
+/// Below this many task folders in a root or a `subtasks/` folder, a walk stays on one thread.
 const PARALLEL_MIN: usize = 64;
-/// Top-level tasks a worker takes at a time.
+/// The most task folders a worker takes at a time.
 const CHUNK: usize = 128;
 
 struct Walker<'a> {
@@ -362,8 +362,8 @@ impl<'a> Walker<'a> {
         let (names, listing) = self.task_folders(dir, rel, is_root);
         // Each task folder is opened relative to this one (one name to look up, not a path).
         let at = listing.as_ref().and_then(|d| d.fd().ok());
-        if is_root && names.len() >= PARALLEL_MIN {
-            self.visit_parallel(dir, at, rel, names, depth);
+        if names.len() >= PARALLEL_MIN {
+            self.visit_parallel(dir, at, rel, names, parent, depth);
             return;
         }
         for name in names {
@@ -466,25 +466,29 @@ impl<'a> Walker<'a> {
         (tasks, Some(listing))
     }
 
-    /// Visit top-level task folders on every core, in chunks taken in turn, and append each
-    /// chunk's part in name order as soon as it and those before it are done: the result is
-    /// that of a sequential walk, and the parts never all wait in memory beside the whole.
-    /// Reading artifacts is mostly system time, which a second core halves.
+    /// Visit the task folders of a root or of a `subtasks/` folder (under `parent`) on every
+    /// core, in chunks taken in turn, and append each chunk's part in name order as soon as it
+    /// and those before it are done: the result is that of a sequential walk, and the parts
+    /// never all wait in memory beside the whole. Reading artifacts is mostly system time,
+    /// which a second core halves.
     fn visit_parallel(
         &mut self,
         dir: &Path,
         at: Option<BorrowedFd<'_>>,
         rel: &str,
         names: Vec<String>,
+        parent: Option<usize>,
         depth: usize,
     ) {
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(8);
+        // A few chunks per worker, so one slow chunk does not leave the others idle.
+        let size = names.len().div_ceil(threads * 4).clamp(8, CHUNK);
         let mut chunks = Vec::new();
         let mut names = names.into_iter();
         loop {
-            let chunk: Vec<_> = names.by_ref().take(CHUNK).collect();
+            let chunk: Vec<_> = names.by_ref().take(size).collect();
             if chunk.is_empty() {
                 break;
             }
@@ -497,6 +501,7 @@ impl<'a> Walker<'a> {
         let earlier = std::mem::take(&mut self.seen);
         let (queue, seen) = (&queue, &earlier);
         let (index, now) = (self.index, self.now);
+        let (staleness, keep_hashes) = (self.staleness, self.keep_hashes);
         let (send, done) = std::sync::mpsc::channel::<(usize, Walker)>();
         std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
@@ -508,6 +513,8 @@ impl<'a> Walker<'a> {
                             let Ok(Some((k, chunk))) = next else { break };
                             let mut w = Walker {
                                 earlier: Some(seen),
+                                staleness,
+                                keep_hashes,
                                 ..Walker::new(index, now)
                             };
                             for name in chunk {
@@ -526,7 +533,7 @@ impl<'a> Walker<'a> {
             for (k, part) in done {
                 waiting.insert(k, part);
                 while let Some(part) = waiting.remove(&next) {
-                    self.append(part);
+                    self.append(part, parent);
                     next += 1;
                 }
             }
@@ -537,10 +544,11 @@ impl<'a> Walker<'a> {
         self.seen.extend(earlier);
     }
 
-    /// Append the part a worker walked (its indices shift by the nodes already here). A folder
-    /// an earlier part already holds (a second link to it, which that worker could not know)
-    /// is skipped with its sub-tasks, as a walk on one thread skips it.
-    fn append(&mut self, part: Walker) {
+    /// Append the part a worker walked (its indices shift by the nodes already here), its
+    /// top folders as children of `parent`. A folder an earlier part already holds (a second
+    /// link to it, which that worker could not know) is skipped with its sub-tasks, as a walk
+    /// on one thread skips it.
+    fn append(&mut self, part: Walker, parent: Option<usize>) {
         self.warnings.extend(part.warnings);
         let mut kept: Vec<Option<usize>> = Vec::with_capacity(part.nodes.len());
         let mut next = self.nodes.len();
@@ -567,7 +575,16 @@ impl<'a> Walker<'a> {
             if new.is_none() {
                 continue;
             }
-            node.parent = node.parent.and_then(|p| kept[p]);
+            node.parent = match node.parent {
+                Some(p) => kept[p],
+                None => {
+                    let at = self.nodes.len();
+                    if let Some(p) = parent {
+                        self.nodes[p].children.push(at);
+                    }
+                    parent
+                }
+            };
             node.children = node.children.iter().filter_map(|c| kept[*c]).collect();
             self.nodes.push(node);
             self.ids.push(id);
@@ -607,7 +624,7 @@ impl<'a> Walker<'a> {
                 return;
             }
         };
-        let snap = match self.index {
+        let mut snap = match self.index {
             _ if self.given.is_some() => self.given.take().expect("checked"),
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
@@ -622,9 +639,11 @@ impl<'a> Walker<'a> {
                 read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
+        let read_hashes = snap.hashes.take();
         let (stale, hashed) = match self.staleness {
             true => {
-                let (stale, hashed) = stale_artifacts(&dir, &rel, &snap, &mut self.warnings);
+                let seed = read_hashes.map(|h| *h).unwrap_or_default();
+                let (stale, hashed) = stale_artifacts(&dir, &rel, &snap, seed, &mut self.warnings);
                 let kept = (self.keep_hashes && !hashed.is_empty()).then(|| Box::new(hashed));
                 (stale, kept)
             }
@@ -842,6 +861,64 @@ mod tests {
         assert_eq!(fresh.nodes.len(), 2);
         assert!(!fresh.warnings.is_empty(), "a warning to carry over");
         assert_eq!(fresh.nodes[0].stale.len(), 1, "{:?}", fresh.nodes[0].stale);
+    }
+    /// A parent with enough sub-tasks for a parallel walk loads as a walk on one thread
+    /// would: its sub-tasks in name order after it, each pointing back at it, a sub-task's own
+    /// sub-tasks after that one; and the staleness check starts from the hashes the snapshot
+    /// took while reading (the same as hashing each file again).
+    #[test]
+    fn many_subtasks_load_in_walk_order_with_the_hashes_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("tasks/p");
+        let names: Vec<String> = (0..PARALLEL_MIN + 6).map(|i| format!("s{i:03}")).collect();
+        for name in &names {
+            let sub = parent.join("subtasks").join(name);
+            fs::create_dir_all(&sub).unwrap();
+            fs::write(sub.join("SPEC.md"), format!("spec of {name}\n")).unwrap();
+            fs::write(sub.join("DESIGN.md"), "design\n").unwrap();
+            let given = [("SPEC.md".to_string(), "stale".to_string())].into();
+            crate::store::inputs::record(&sub, "DESIGN.md", given).unwrap();
+        }
+        fs::create_dir_all(parent.join("subtasks/s005/subtasks/x")).unwrap();
+        let config = PhaseConfig::default();
+        for tree in [
+            TaskTree::load_task(dir.path(), "tasks/p", &config),
+            TaskTree::load_states(dir.path(), "tasks/p", &config),
+        ] {
+            let stale = !tree.nodes[1].stale.is_empty();
+            let rels: Vec<&str> = tree.nodes.iter().map(|n| n.rel.as_str()).collect();
+            let mut expected = vec!["tasks/p".to_string()];
+            for name in &names {
+                expected.push(format!("tasks/p/subtasks/{name}"));
+                if name == "s005" {
+                    expected.push("tasks/p/subtasks/s005/subtasks/x".into());
+                }
+            }
+            assert_eq!(rels, expected, "{:?}", tree.warnings);
+            let x = tree.find("tasks/p/subtasks/s005/subtasks/x").unwrap();
+            let s005 = tree.find("tasks/p/subtasks/s005").unwrap();
+            assert_eq!(tree.nodes[x].parent, Some(s005));
+            assert_eq!(tree.nodes[s005].children, vec![x]);
+            let children: Vec<usize> = (1..tree.nodes.len()).filter(|i| *i != x).collect();
+            assert_eq!(tree.nodes[0].children, children);
+            for c in children {
+                let node = &tree.nodes[c];
+                assert_eq!(node.parent, Some(0), "{}", node.rel);
+                assert_eq!(node.depth, 1, "{}", node.rel);
+                assert_eq!(node.stale.is_empty(), !stale, "{}", node.rel);
+                assert!(node.snap.hashes.is_none(), "{}: kept in the node", node.rel);
+                if stale {
+                    let spec = node.dir.join("SPEC.md");
+                    let hashed = node.hashed.as_ref().expect("hashes kept");
+                    assert_eq!(
+                        hashed.get("SPEC.md"),
+                        Some(&crate::store::approvals::sha256_file(&spec))
+                    );
+                    assert!(hashed.contains_key("DESIGN.md"), "{hashed:?}");
+                }
+            }
+            assert!(stale || tree.nodes.iter().all(|n| n.hashed.is_none()));
+        }
     }
 }
 
