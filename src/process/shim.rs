@@ -164,15 +164,14 @@ pub fn watch(watcher: &Watcher, grace: Duration, control: BorrowedFd<'_>, comman
     // Every event the shim acts on comes from the kernel: a child exited (SIGCHLD), a stop
     // signal, or the control pipe closed. The handlers write to one wake-up pipe; no tick.
     let (stop, wake) = (&watcher.stop, &watcher.wake);
-    let child = match spawn_agent(command) {
-        Ok(c) => c,
+    // Reaped below with waitpid(-1), with every orphan.
+    let child_pid = match spawn_agent(command) {
+        Ok(pid) => pid,
         Err(e) => {
             eprintln!("automaton: cannot start the agent: {e}");
             return exited(127);
         }
     };
-    let child_pid = child.id() as i32;
-    std::mem::forget(child); // reaped below with waitpid(-1), with every orphan
     let mut status: Option<i32> = None;
     let mut stopping_since: Option<Instant> = None;
     loop {
@@ -207,21 +206,107 @@ pub fn watch(watcher: &Watcher, grace: Duration, control: BorrowedFd<'_>, comman
     }
 }
 
-/// Start the agent command. A command the shell would only split into words (see
+/// Start the agent command; its pid. A command the shell would only split into words (see
 /// [`plain_words`]) is started directly, as make does: one `sh` fewer per phase. Anything
 /// else, or a direct start that fails, goes through `sh -c`, so errors read as the shell's.
-fn spawn_agent(command: &str) -> std::io::Result<std::process::Child> {
+fn spawn_agent(command: &str) -> std::io::Result<i32> {
     if let Some(words) = plain_words(command)
-        && let Ok(child) = std::process::Command::new(words[0])
-            .args(&words[1..])
-            .spawn()
+        && let Ok(pid) = spawn(&words)
     {
-        return Ok(child);
+        return Ok(pid);
     }
-    std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .spawn()
+    spawn(&["sh", "-c", command])
+}
+
+/// Start `argv` as `std::process::Command` would with everything inherited: the program
+/// looked up in PATH, this process's environment, stdio and folder, no signal blocked, and
+/// every signal at its default disposition but those this process ignores (SIGPIPE aside,
+/// which Rust ignores for itself). Those are named to posix_spawn once, found out at the
+/// first start ([`inherited_ignores`]): unnamed, it asks each signal's disposition before
+/// setting it, 64 system calls more on every start, in the child, while this process waits.
+fn spawn(argv: &[&str]) -> std::io::Result<i32> {
+    use std::ffi::CString;
+    use std::mem::MaybeUninit;
+    let args = argv
+        .iter()
+        .map(|a| CString::new(*a))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(std::io::Error::other)?;
+    let mut ptrs: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
+    ptrs.push(std::ptr::null_mut());
+    unsafe extern "C" {
+        static environ: *const *mut libc::c_char;
+    }
+    let mut pid: libc::pid_t = 0;
+    // SAFETY: the attributes are initialised before use and destroyed after; `ptrs` is a
+    // null-terminated array of pointers into `args`, both alive across the call; `environ`
+    // is this process's environment (a watchdog is single-threaded: nothing changes it).
+    let rc = unsafe {
+        let mut attr = MaybeUninit::<libc::posix_spawnattr_t>::uninit();
+        let rc = libc::posix_spawnattr_init(attr.as_mut_ptr());
+        if rc != 0 {
+            return Err(std::io::Error::from_raw_os_error(rc));
+        }
+        let mut attr = attr.assume_init();
+        let mut none = MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(none.as_mut_ptr());
+        let mut rc = libc::posix_spawnattr_setsigdefault(&mut attr, &inherited_ignores().0);
+        if rc == 0 {
+            rc = libc::posix_spawnattr_setsigmask(&mut attr, none.as_ptr());
+        }
+        if rc == 0 {
+            let flags = libc::POSIX_SPAWN_SETSIGDEF | libc::POSIX_SPAWN_SETSIGMASK;
+            rc = libc::posix_spawnattr_setflags(&mut attr, flags as libc::c_short);
+        }
+        if rc == 0 {
+            rc = libc::posix_spawnp(
+                &mut pid,
+                ptrs[0],
+                std::ptr::null(),
+                &attr,
+                ptrs.as_ptr(),
+                environ,
+            );
+        }
+        libc::posix_spawnattr_destroy(&mut attr);
+        rc
+    };
+    match rc {
+        0 => Ok(pid),
+        rc => Err(std::io::Error::from_raw_os_error(rc)),
+    }
+}
+
+/// The signals a started agent gets at their default disposition: all but those this
+/// process ignores (which an agent inherits ignored, as from any parent), SIGPIPE included.
+struct SigDefaults(libc::sigset_t);
+// SAFETY: a plain bit set, only read once made.
+unsafe impl Send for SigDefaults {}
+unsafe impl Sync for SigDefaults {}
+
+/// [`SigDefaults`] for this process, found out once: a watchdog's dispositions are set
+/// before its first agent and never change after.
+fn inherited_ignores() -> &'static SigDefaults {
+    static SET: OnceLock<SigDefaults> = OnceLock::new();
+    SET.get_or_init(|| {
+        // SAFETY: sigset_t is plain data, initialised by sigfillset; sigaction with a null
+        // new action only reads this process's disposition.
+        unsafe {
+            let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+            libc::sigfillset(set.as_mut_ptr());
+            let mut set = set.assume_init();
+            for sig in 1..=libc::SIGRTMAX() {
+                let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+                if sig != libc::SIGPIPE
+                    && libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) == 0
+                    && old.assume_init().sa_sigaction == libc::SIG_IGN
+                {
+                    libc::sigdelset(&mut set, sig);
+                }
+            }
+            SigDefaults(set)
+        }
+    })
 }
 
 /// The words of a command in which `sh -c` would do nothing but split on blanks: only

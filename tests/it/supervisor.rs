@@ -473,3 +473,42 @@ fn voluntary_switches(line: &str) -> u64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("not a voluntary_ctxt_switches line: {line:?}"))
 }
+
+/// An agent starts with no signal blocked and every signal at its default disposition but
+/// those automaton itself was started ignoring (as `nohup` or a shell's background job leaves
+/// them) and does not handle: SIGUSR1, ignored by automaton's parent, stays ignored; SIGPIPE,
+/// which Rust ignores for itself, is the default again, and so is SIGQUIT, which automaton
+/// handles. (The watchdog names the signals to reset to posix_spawn itself: this is what it
+/// must keep.)
+#[test]
+fn an_agent_starts_with_the_signals_automaton_was_given() {
+    use std::os::unix::process::CommandExt;
+    let p = Project::new();
+    p.write(
+        "agent.sh",
+        "grep -E '^Sig(Blk|Ign):' /proc/$$/status > \"$AUTOMATON_PROJECT/signals\"\n\
+         echo done > \"$AUTOMATON_ARTIFACT\"\n",
+    );
+    let mut run = p.orchestrate_std();
+    run.args(["--agent", "sh agent.sh", "--step", "show the signals"]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        run.pre_exec(|| {
+            for sig in [libc::SIGUSR1, libc::SIGPIPE, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_IGN);
+            }
+            Ok(())
+        });
+    }
+    let status = run.status().unwrap();
+    assert_eq!(status.code(), Some(25), "one step done");
+    let text = p.read("signals");
+    let mask = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).expect(name);
+        u64::from_str_radix(line[name.len()..].trim(), 16).unwrap()
+    };
+    assert_eq!(mask("SigBlk:"), 0, "{text}");
+    // The standard signals (glibc keeps two real-time ones of its own ignored).
+    let standard = mask("SigIgn:") & 0x7fff_ffff;
+    assert_eq!(standard, 1 << (libc::SIGUSR1 - 1), "{text}");
+}
