@@ -439,6 +439,19 @@ fn folder_of(path: &Path) -> &Path {
 /// (in the same write), so it stays a line of its own. Appending creates no inode and deletes
 /// none, unlike a rewrite by rename. `Durable` fsyncs the file (and its folder when new).
 pub fn append_line(path: &Path, line: &str, durability: Durability) -> io::Result<()> {
+    append_line_unless(path, line, durability, |_| false).map(|_| ())
+}
+
+/// [`append_line`], unless the file's first two bytes (when it has two) make `refuse` say
+/// so: `Ok(false)`, nothing written. For a reader that appends to one format and rewrites an
+/// older one, without opening the file twice.
+pub fn append_line_unless(
+    path: &Path,
+    line: &str,
+    durability: Durability,
+    refuse: impl FnOnce(&[u8; 2]) -> bool,
+) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
     let mut f = fs::OpenOptions::new()
         .create(true)
         .read(true)
@@ -446,9 +459,13 @@ pub fn append_line(path: &Path, line: &str, durability: Durability) -> io::Resul
         .open(path)?;
     let mut text = String::with_capacity(line.len() + 2);
     let len = f.metadata()?.len();
+    let mut head = [0u8; 2];
+    if len >= 2 && f.read_exact_at(&mut head, 0).is_ok() && refuse(&head) {
+        return Ok(false);
+    }
     if len > 0 {
         let mut last = [0u8; 1];
-        std::os::unix::fs::FileExt::read_exact_at(&f, &mut last, len - 1)?;
+        f.read_exact_at(&mut last, len - 1)?;
         if last[0] != b'\n' {
             text.push('\n');
         }
@@ -465,7 +482,7 @@ pub fn append_line(path: &Path, line: &str, durability: Durability) -> io::Resul
             let _ = d.sync_all();
         }
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Write a new file atomically, never replacing one: `Ok(false)` (and nothing written) when

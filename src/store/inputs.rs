@@ -16,7 +16,7 @@
 //! wrong. A version 1 file (one JSON object) is still read, and folded into lines on the next
 //! write.
 
-use crate::fsx::{Durability, append_line, write_rebuildable};
+use crate::fsx::{Durability, append_line, append_line_unless, write_rebuildable};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -112,16 +112,23 @@ fn rewrite(task_dir: &Path, file: InputsFile) -> io::Result<()> {
 }
 
 /// Record what the phase that wrote `artifact` was given: one appended line. Only a version
-/// 1 file (one pretty-printed object, so it starts with `{` and a newline) is read first, to
+/// 1 file (one pretty-printed object, so it starts with `{` and a newline) is read whole, to
 /// be folded into lines.
 pub fn record(task_dir: &Path, artifact: &str, inputs: Hashes) -> io::Result<()> {
     let path = task_dir.join(INPUTS_FILE);
-    let v1 = crate::fsx::read_prefix(&path, 2).is_ok_and(|(head, _)| head == b"{\n");
-    if v1 && let Ok(Some((mut file, true))) = read_with_format(task_dir) {
-        file.artifacts.insert(artifact.to_string(), inputs);
-        return rewrite(task_dir, file);
+    let text = line(artifact, inputs.clone())?;
+    let is_v1 = |head: &[u8; 2]| head == b"{\n";
+    if append_line_unless(&path, &text, Durability::Rebuildable, is_v1)? {
+        return Ok(());
     }
-    append_line(&path, &line(artifact, inputs)?, Durability::Rebuildable)
+    match read_with_format(task_dir) {
+        Ok(Some((mut file, true))) => {
+            file.artifacts.insert(artifact.to_string(), inputs);
+            rewrite(task_dir, file)
+        }
+        // Not version 1 after all (a line that begins so): appended as any record.
+        _ => append_line(&path, &text, Durability::Rebuildable),
+    }
 }
 
 /// Forget the records of artifacts moved away (`rerun`, `reject`).
@@ -220,5 +227,14 @@ mod tests {
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(text.lines().all(|l| l.starts_with("{\"v\":2,")), "{text}");
         assert_eq!(artifacts(dir.path()).len(), 2);
+        // Begins as version 1 does, but is not: the record is appended, nothing else lost.
+        std::fs::write(dir.path().join(INPUTS_FILE), "{\nnot json\n").unwrap();
+        record(dir.path(), "DESIGN.md", hashes(&[("SPEC.md", "c")])).unwrap();
+        let text = std::fs::read_to_string(dir.path().join(INPUTS_FILE)).unwrap();
+        assert_eq!(text.lines().count(), 3, "{text}");
+        assert_eq!(
+            artifacts(dir.path()),
+            [("DESIGN.md".to_string(), hashes(&[("SPEC.md", "c")]))]
+        );
     }
 }
