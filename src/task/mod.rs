@@ -180,3 +180,48 @@ fn fill_task(staging: &Path, dir: &Path, task: &NewTask<'_>, sync: bool) -> Resu
     put(STATE_FILE, state_text(task.start).as_bytes())?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A new folder holds every file from its first moment, with the modes `mkdir` and a
+    /// shell's `>` would give; a second one of the same name is refused, and neither leaves a
+    /// staging folder behind.
+    #[test]
+    fn a_task_folder_appears_whole_and_only_once() {
+        let project = tempfile::tempdir().unwrap();
+        let task = NewTask {
+            rel: "tasks/p/subtasks/s1",
+            start: State::NEW,
+            description: Some("do it"),
+            copy_from: None,
+            rebuildable: true,
+            files: &[("PARENT_SPEC.md", b"scope\n")],
+        };
+        let dir = create_task(project.path(), &task).unwrap();
+        let read = |name: &str| fs::read_to_string(dir.join(name)).unwrap();
+        assert_eq!(read(".state"), "new\n");
+        assert_eq!(read("TASK.md"), "# Task\n\ndo it\n");
+        assert_eq!(read("PARENT_SPEC.md"), "scope\n");
+        // Read, not swapped: the other tests make files meanwhile.
+        let status = fs::read_to_string("/proc/self/status").unwrap();
+        let umask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+            .unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o777 & !umask);
+        assert_eq!(mode(&dir.join("TASK.md")), 0o644 & !umask);
+        assert!(matches!(
+            create_task(project.path(), &task),
+            Err(TaskError::Exists(_))
+        ));
+        let names: Vec<_> = fs::read_dir(dir.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["s1"], "nothing but the task");
+    }
+}
