@@ -222,7 +222,7 @@ fn spawn_agent(command: &str) -> std::io::Result<i32> {
 /// looked up in PATH, this process's environment, stdio and folder, no signal blocked, and
 /// every signal at its default disposition but those this process ignores (SIGPIPE aside,
 /// which Rust ignores for itself). Those are named to posix_spawn once, found out at the
-/// first start ([`inherited_ignores`]): unnamed, it asks each signal's disposition before
+/// first start ([`signals_to_reset`]): unnamed, it asks each signal's disposition before
 /// setting it, 64 system calls more on every start, in the child, while this process waits.
 fn spawn(argv: &[&str]) -> std::io::Result<i32> {
     use std::ffi::CString;
@@ -250,7 +250,7 @@ fn spawn(argv: &[&str]) -> std::io::Result<i32> {
         let mut attr = attr.assume_init();
         let mut none = MaybeUninit::<libc::sigset_t>::uninit();
         libc::sigemptyset(none.as_mut_ptr());
-        let mut rc = libc::posix_spawnattr_setsigdefault(&mut attr, &inherited_ignores().0);
+        let mut rc = libc::posix_spawnattr_setsigdefault(&mut attr, signals_to_reset());
         if rc == 0 {
             rc = libc::posix_spawnattr_setsigmask(&mut attr, none.as_ptr());
         }
@@ -279,15 +279,10 @@ fn spawn(argv: &[&str]) -> std::io::Result<i32> {
 
 /// The signals a started agent gets at their default disposition: all but those this
 /// process ignores (which an agent inherits ignored, as from any parent), SIGPIPE included.
-struct SigDefaults(libc::sigset_t);
-// SAFETY: a plain bit set, only read once made.
-unsafe impl Send for SigDefaults {}
-unsafe impl Sync for SigDefaults {}
-
-/// [`SigDefaults`] for this process, found out once: a watchdog's dispositions are set
-/// before its first agent and never change after.
-fn inherited_ignores() -> &'static SigDefaults {
-    static SET: OnceLock<SigDefaults> = OnceLock::new();
+/// Found out once: a watchdog's dispositions are set before its first agent and never
+/// change after.
+fn signals_to_reset() -> &'static libc::sigset_t {
+    static SET: OnceLock<libc::sigset_t> = OnceLock::new();
     SET.get_or_init(|| {
         // SAFETY: sigset_t is plain data, initialised by sigfillset; sigaction with a null
         // new action only reads this process's disposition.
@@ -304,7 +299,7 @@ fn inherited_ignores() -> &'static SigDefaults {
                     libc::sigdelset(&mut set, sig);
                 }
             }
-            SigDefaults(set)
+            set
         }
     })
 }
