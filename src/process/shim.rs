@@ -234,13 +234,18 @@ fn spawn(argv: &[&str]) -> std::io::Result<i32> {
         .map_err(std::io::Error::other)?;
     let mut ptrs: Vec<*mut libc::c_char> = args.iter().map(|a| a.as_ptr().cast_mut()).collect();
     ptrs.push(std::ptr::null_mut());
+    // Declared as the fork server declares it, which points it at each job's environment.
     unsafe extern "C" {
-        static environ: *const *mut libc::c_char;
+        static mut environ: *const *const libc::c_char;
     }
+    // SAFETY: read by value; a watchdog is single-threaded, and its environment is set for
+    // this agent before the start and left alone until the start is done.
+    let envp = unsafe { environ };
     let mut pid: libc::pid_t = 0;
     // SAFETY: the attributes are initialised before use and destroyed after; `ptrs` is a
-    // null-terminated array of pointers into `args`, both alive across the call; `environ`
-    // is this process's environment (a watchdog is single-threaded: nothing changes it).
+    // null-terminated array of pointers into `args`, and `envp` this process's environment,
+    // both alive across the call. glibc (2.24 on) and musl report a failed exec as the
+    // error of the call, which the caller's `sh -c` fallback relies on.
     let rc = unsafe {
         let mut attr = MaybeUninit::<libc::posix_spawnattr_t>::uninit();
         let rc = libc::posix_spawnattr_init(attr.as_mut_ptr());
@@ -265,7 +270,7 @@ fn spawn(argv: &[&str]) -> std::io::Result<i32> {
                 std::ptr::null(),
                 &attr,
                 ptrs.as_ptr(),
-                environ,
+                envp.cast(),
             );
         }
         libc::posix_spawnattr_destroy(&mut attr);

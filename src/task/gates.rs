@@ -57,8 +57,8 @@ pub fn hashes(dir: &Path, artifacts: &[Artifact]) -> BTreeMap<String, String> {
     hashes_reusing(dir, artifacts, None)
 }
 
-/// [`hashes`], taking those in `known` (hashed a moment ago, by [`stale_artifacts`] in the
-/// same turn) as they are instead of reading those files again.
+/// [`hashes`], taking those in `known` (hashed a moment ago in the same turn, by the
+/// snapshot's read or [`stale_artifacts`]) as they are instead of reading those files again.
 pub fn hashes_reusing(
     dir: &Path,
     artifacts: &[Artifact],
@@ -77,7 +77,8 @@ pub fn hashes_reusing(
         .collect()
 }
 
-/// The hashes [`stale_artifacts`] took, by file name (`None`: the file is gone).
+/// The hashes a staleness check had (from the snapshot's read) or took, by file name
+/// (`None`: the file is gone).
 pub type Hashed = HashMap<String, Option<String>>;
 
 /// Whether the task waits at `gate`: `None` when the last decision on that gate is an

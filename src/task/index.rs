@@ -356,6 +356,10 @@ pub struct TaskCache<'a> {
     /// The task folder, open: files are stat'ed relative to it (one path component to walk
     /// instead of the whole absolute path).
     at: Option<rustix::fs::Dir>,
+    /// Whether artifacts read in a folder that records inputs are read whole and hashed, for
+    /// its staleness check ([`crate::task::snapshot::Snapshot::hashes`]); a read that decides
+    /// no staleness turns it off.
+    pub hash_inputs: bool,
 }
 
 impl<'a> TaskCache<'a> {
@@ -371,6 +375,7 @@ impl<'a> TaskCache<'a> {
             now: 0,
             tally,
             at: None,
+            hash_inputs: true,
         }
     }
 
@@ -386,6 +391,7 @@ impl<'a> TaskCache<'a> {
             now,
             tally,
             at: None,
+            hash_inputs: true,
         }
     }
 

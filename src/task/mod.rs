@@ -29,7 +29,7 @@ pub struct NewTask<'a> {
     /// Where a fix/review/tiebreak task came from, and the artifacts to copy from there.
     pub copy_from: Option<(&'a str, &'a Path, &'a [&'a str])>,
     /// A sub-task made from a row of its parent's DECOMPOSITION.md, which the next run makes
-    /// again if a power cut lost it: its new entry is not fsynced here (the caller has the
+    /// again if a power cut lost it: neither its files nor its new entry are fsynced here (the caller has the
     /// folder above synced once for all it made, see [`crate::fsx::sync_in_background`]).
     pub rebuildable: bool,
     /// Further files (name, content) the folder holds from its first moment.
@@ -43,7 +43,7 @@ pub enum TaskError {
     Exists(String),
     #[error("cannot create {path}: {source}")]
     Create { path: String, source: io::Error },
-    /// Writing a file of the new task failed ([`crate::fsx::write_atomic`] names the file).
+    /// Writing a file of the new task failed (the error names the file).
     #[error(transparent)]
     Write(#[from] io::Error),
 }

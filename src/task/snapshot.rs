@@ -205,7 +205,7 @@ pub fn read_snapshot_in(
             }
             None => {
                 let mut hash = None;
-                let probed = match snap.has_inputs {
+                let probed = match snap.has_inputs && cache.hash_inputs {
                     true => cache.probe(artifact_id(a), &path, |f| probe_hashing(f, &mut hash)),
                     false => cache.probe(artifact_id(a), &path, probe_content),
                 };

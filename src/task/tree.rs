@@ -362,7 +362,10 @@ impl<'a> Walker<'a> {
         let (names, listing) = self.task_folders(dir, rel, is_root);
         // Each task folder is opened relative to this one (one name to look up, not a path).
         let at = listing.as_ref().and_then(|d| d.fd().ok());
-        if names.len() >= PARALLEL_MIN {
+        // Only from the first walker: a worker's own workers would not see what lies above
+        // the first parallel folder (`earlier` is one level deep), and a loop back up there
+        // would go unnoticed.
+        if names.len() >= PARALLEL_MIN && self.earlier.is_none() {
             self.visit_parallel(dir, at, rel, names, parent, depth);
             return;
         }
@@ -541,7 +544,8 @@ impl<'a> Walker<'a> {
                 w.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
             }
         });
-        self.seen.extend(earlier);
+        let parts = std::mem::replace(&mut self.seen, earlier);
+        self.seen.extend(parts);
     }
 
     /// Append the part a worker walked (its indices shift by the nodes already here), its
@@ -628,6 +632,7 @@ impl<'a> Walker<'a> {
             _ if self.given.is_some() => self.given.take().expect("checked"),
             Some(index) => {
                 let mut cache = TaskCache::new(index, &rel, self.now, &mut self.tally);
+                cache.hash_inputs = self.staleness;
                 let snap =
                     read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true);
                 cache.finish(&rel, &mut self.out);
@@ -636,6 +641,7 @@ impl<'a> Walker<'a> {
             None => {
                 let mut tally = Tally::default();
                 let mut cache = TaskCache::none(&mut tally);
+                cache.hash_inputs = self.staleness;
                 read_snapshot_in(listing, &dir, &rel, &mut self.warnings, &mut cache, true)
             }
         };
@@ -851,7 +857,15 @@ mod tests {
                 .map(|n| {
                     format!(
                         "{} {:?} {:?} {:?} {:?} {:?}",
-                        n.rel, n.children, n.decision, n.stale, n.snap.artifacts, n.hashed
+                        n.rel,
+                        n.children,
+                        n.decision,
+                        n.stale,
+                        n.snap.artifacts,
+                        // In name order: a HashMap's own order differs between two maps.
+                        n.hashed
+                            .as_ref()
+                            .map(|h| h.iter().collect::<std::collections::BTreeMap<_, _>>())
                     )
                 })
                 .chain(t.warnings.iter().cloned())
@@ -919,6 +933,36 @@ mod tests {
             }
             assert!(stale || tree.nodes.iter().all(|n| n.hashed.is_none()));
         }
+    }
+    /// A link back to the task being walked, below two `subtasks/` folders big enough for a
+    /// parallel walk, is seen as a loop and skipped: the walk ends, each folder once.
+    #[test]
+    fn a_loop_below_two_parallel_folders_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("tasks/p");
+        let many = |at: &Path| {
+            for i in 0..PARALLEL_MIN {
+                fs::create_dir_all(at.join(format!("subtasks/s{i:03}"))).unwrap();
+            }
+        };
+        many(&parent);
+        let c = parent.join("subtasks/s001");
+        many(&c);
+        std::os::unix::fs::symlink(&parent, c.join("subtasks/zz-back")).unwrap();
+        let tree = TaskTree::load_task(dir.path(), "tasks/p", &PhaseConfig::default());
+        assert_eq!(
+            tree.nodes.len(),
+            1 + 2 * PARALLEL_MIN,
+            "{:?}",
+            tree.warnings
+        );
+        assert!(
+            tree.warnings
+                .iter()
+                .any(|w| w.contains("zz-back") && w.contains("symlink loop")),
+            "{:?}",
+            tree.warnings
+        );
     }
 }
 
