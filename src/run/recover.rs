@@ -32,7 +32,10 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
             continue;
         }
         super::phase::stop_leftover_agent(run, &node.rel, &logs)?;
-        remove_temp_files(&node.dir);
+        remove_temp_entries(&node.dir, false);
+        if node.snap.has_subtasks_dir {
+            remove_temp_entries(&node.dir.join(crate::task::snapshot::SUBTASKS_DIR), true);
+        }
         // A marker that names nothing (emptied by a power cut before its fsync, which is
         // requested as the agent starts, so normally before the agent wrote anything lasting)
         // is cleared with a warning.
@@ -103,20 +106,28 @@ fn set_aside(logs: &Path, name: &str) -> std::io::Result<PathBuf> {
         .unwrap_or_else(|| dir.join(name)))
 }
 
-/// Remove `.automaton-tmp-*` files an interrupted atomic write left (nothing else writes this
-/// folder while the project lock is held and the task's agent is stopped). Spares of
+/// Remove what a killed run left under a temporary name (`.automaton-tmp-*`) in `dir`: in a
+/// task folder, the files of interrupted atomic writes; in a `subtasks/` folder (`folders`),
+/// the sub-task folders it was making ([`crate::task::create_task`] builds each under such a
+/// name and renames it into place whole). Nothing else writes there while the project lock
+/// is held and the task's agent is stopped. A link is never followed. Spares of
 /// [`crate::fsx::write_recycling`] stay: they are reused, and overwritten whole before use.
-fn remove_temp_files(dir: &Path) {
+fn remove_temp_entries(dir: &Path, folders: bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        if e.file_name()
+        if !e
+            .file_name()
             .to_str()
             .is_some_and(|n| n.starts_with(crate::fsx::TEMP_PREFIX))
-            && e.file_type().is_ok_and(|t| t.is_file())
         {
-            let _ = std::fs::remove_file(e.path());
+            continue;
         }
+        let _ = match e.file_type() {
+            Ok(t) if folders && t.is_dir() => std::fs::remove_dir_all(e.path()),
+            Ok(t) if !folders && t.is_file() => std::fs::remove_file(e.path()),
+            _ => Ok(()),
+        };
     }
 }

@@ -790,3 +790,32 @@ fn an_empty_incomplete_marker_is_cleared_with_a_warning() {
     assert!(!p.join("tasks/t/logs/incomplete").exists());
     assert!(!p.join("tasks/t/.incomplete").exists());
 }
+
+/// A sub-task folder a killed run was making (its staging folder, dot-named, never renamed
+/// into place) is removed by the next run; a link of that name is left, and so is what it
+/// points to; the listed sub-tasks are made and run as usual.
+#[test]
+fn a_staging_folder_left_by_a_killed_run_is_removed() {
+    let p = project();
+    p.write(&format!("{PARENT}/SPEC.md"), "# spec\n");
+    p.write(&format!("{PARENT}/DECOMPOSITION.md"), plan(&[("a", 1)]));
+    let staging = format!("{PARENT}/subtasks/.automaton-tmp-Ab12Cd");
+    p.write(&format!("{staging}/.state"), "new\n");
+    p.write(&format!("{staging}/PARENT_SPEC.md"), "scope\n");
+    p.write("elsewhere/keep.md", "keep\n");
+    let link = p.join(&format!("{PARENT}/subtasks/.automaton-tmp-link"));
+    std::os::unix::fs::symlink(p.join("elsewhere"), &link).unwrap();
+    let out = p
+        .orchestrate_cmd()
+        .args(["--step", "--task", PARENT])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(25), "{}", output_text(&out));
+    assert!(!p.join(&staging).exists(), "{}", output_text(&out));
+    assert!(link.symlink_metadata().is_ok(), "the link stays");
+    assert_eq!(p.read("elsewhere/keep.md"), "keep\n");
+    assert!(
+        p.join(&format!("{}/SPEC.md", sub("a"))).is_file(),
+        "a ran its step"
+    );
+}

@@ -484,10 +484,13 @@ fn voluntary_switches(line: &str) -> u64 {
 fn an_agent_starts_with_the_signals_automaton_was_given() {
     use std::os::unix::process::CommandExt;
     let p = Project::new();
+    // The agent's own process reads its status: `exec` makes grep that process (its mask and
+    // dispositions are the shell's as started; the shell blocks every signal while it waits
+    // for a child, so a child reading the shell's status could see them all blocked).
     p.write(
         "agent.sh",
-        "grep -E '^Sig(Blk|Ign):' /proc/$$/status > \"$AUTOMATON_PROJECT/signals\"\n\
-         echo done > \"$AUTOMATON_ARTIFACT\"\n",
+        "echo done > \"$AUTOMATON_ARTIFACT\"\n\
+         exec grep -E '^Sig(Blk|Ign):' /proc/self/status > \"$AUTOMATON_PROJECT/signals\"\n",
     );
     let mut run = p.orchestrate_std();
     run.args(["--agent", "sh agent.sh", "--step", "show the signals"]);
