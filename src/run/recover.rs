@@ -106,12 +106,18 @@ fn set_aside(logs: &Path, name: &str) -> std::io::Result<PathBuf> {
         .unwrap_or_else(|| dir.join(name)))
 }
 
+/// How long a staging folder goes untouched before it counts as left by a killed run (a live
+/// one is built in milliseconds).
+const STAGING_LEFT_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Remove what a killed run left under a temporary name (`.automaton-tmp-*`) in `dir`: in a
-/// task folder, the files of interrupted atomic writes; in a `subtasks/` folder (`folders`),
-/// the sub-task folders it was making ([`crate::task::create_task`] builds each under such a
-/// name and renames it into place whole). Nothing else writes there while the project lock
-/// is held and the task's agent is stopped. A link is never followed. Spares of
-/// [`crate::fsx::write_recycling`] stay: they are reused, and overwritten whole before use.
+/// task folder, the files of interrupted atomic writes (nothing else writes there while the
+/// project lock is held and the task's agent is stopped); in a `subtasks/` folder
+/// (`folders`), the sub-task folders it was making ([`crate::task::create_task`] builds each
+/// under such a name and renames it into place whole), once untouched for
+/// [`STAGING_LEFT_AFTER`]: `automaton task create` takes no lock and may be building one
+/// there right now. A link is never followed. Spares of [`crate::fsx::write_recycling`]
+/// stay: they are reused, and overwritten whole before use.
 fn remove_temp_entries(dir: &Path, folders: bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -124,8 +130,13 @@ fn remove_temp_entries(dir: &Path, folders: bool) {
         {
             continue;
         }
+        let left = || {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().is_ok_and(|age| age >= STAGING_LEFT_AFTER))
+        };
         let _ = match e.file_type() {
-            Ok(t) if folders && t.is_dir() => std::fs::remove_dir_all(e.path()),
+            Ok(t) if folders && t.is_dir() && left() => std::fs::remove_dir_all(e.path()),
             Ok(t) if !folders && t.is_file() => std::fs::remove_file(e.path()),
             _ => Ok(()),
         };

@@ -792,8 +792,9 @@ fn an_empty_incomplete_marker_is_cleared_with_a_warning() {
 }
 
 /// A sub-task folder a killed run was making (its staging folder, dot-named, never renamed
-/// into place) is removed by the next run; a link of that name is left, and so is what it
-/// points to; the listed sub-tasks are made and run as usual.
+/// into place) is removed by the next run once a minute old; one just made (`task create`
+/// may be building it) is left, and so are a link of that name and what it points to; the
+/// listed sub-tasks are made and run as usual.
 #[test]
 fn a_staging_folder_left_by_a_killed_run_is_removed() {
     let p = project();
@@ -802,6 +803,13 @@ fn a_staging_folder_left_by_a_killed_run_is_removed() {
     let staging = format!("{PARENT}/subtasks/.automaton-tmp-Ab12Cd");
     p.write(&format!("{staging}/.state"), "new\n");
     p.write(&format!("{staging}/PARENT_SPEC.md"), "scope\n");
+    let an_hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
+    std::fs::File::open(p.join(&staging))
+        .unwrap()
+        .set_modified(an_hour_ago)
+        .unwrap();
+    let fresh = format!("{PARENT}/subtasks/.automaton-tmp-Fresh1");
+    p.write(&format!("{fresh}/.state"), "new\n");
     p.write("elsewhere/keep.md", "keep\n");
     let link = p.join(&format!("{PARENT}/subtasks/.automaton-tmp-link"));
     std::os::unix::fs::symlink(p.join("elsewhere"), &link).unwrap();
@@ -812,6 +820,7 @@ fn a_staging_folder_left_by_a_killed_run_is_removed() {
         .unwrap();
     assert_eq!(out.status.code(), Some(25), "{}", output_text(&out));
     assert!(!p.join(&staging).exists(), "{}", output_text(&out));
+    assert!(p.join(&fresh).is_dir(), "one being built is left");
     assert!(link.symlink_metadata().is_ok(), "the link stays");
     assert_eq!(p.read("elsewhere/keep.md"), "keep\n");
     assert!(
