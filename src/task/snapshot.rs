@@ -205,10 +205,8 @@ pub fn read_snapshot_in(
             }
             None => {
                 let mut hash = None;
-                let probed = match snap.has_inputs && cache.hash_inputs {
-                    true => cache.probe(artifact_id(a), &path, |f| probe_hashing(f, &mut hash)),
-                    false => cache.probe(artifact_id(a), &path, probe_content),
-                };
+                let wanted = (snap.has_inputs && cache.hash_inputs).then_some(&mut hash);
+                let probed = cache.probe(artifact_id(a), &path, |f| probe_content(f, wanted));
                 if let Some(hash) = hash {
                     let hashes = snap.hashes.get_or_insert_default();
                     hashes.insert(a.file_name().to_string(), Some(hash));
@@ -283,59 +281,41 @@ fn has_content(bytes: &[u8]) -> bool {
     bytes.iter().any(|b| !b.is_ascii_whitespace())
 }
 
-/// [`probe_content`], reading the whole file (up to [`MAX_PARSED_BYTES`]) to set `hash` to
-/// its SHA-256 when it was read to its end.
-fn probe_hashing(
+/// Whether a file holds anything but whitespace (in its first [`MAX_PARSED_BYTES`]), and
+/// whether the first part read is valid UTF-8; read only as far as needed, unless `hash` is
+/// asked for: then to the end (within that limit), and `hash` set to its SHA-256 when the
+/// end was reached.
+fn probe_content(
     file: &mut std::fs::File,
-    hash: &mut Option<String>,
+    mut hash: Option<&mut Option<String>>,
 ) -> std::io::Result<(bool, bool)> {
-    let mut bytes = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = file.read(&mut chunk)?;
-        if n == 0 {
-            *hash = Some(crate::store::approvals::sha256_hex(&bytes));
-            break;
-        }
-        if bytes.len() + n > MAX_PARSED_BYTES {
-            break;
-        }
-        bytes.extend_from_slice(&chunk[..n]);
-    }
-    // As the probe judges: content anywhere in what was read, UTF-8 in the first 4 KiB.
-    let head = &bytes[..bytes.len().min(chunk.len())];
-    // A character cut at the end of that part is fine; anything else is not UTF-8.
-    let utf8_ok = std::str::from_utf8(head).map_or_else(|e| e.error_len().is_none(), |_| true);
-    Ok((has_content(&bytes), utf8_ok))
-}
-
-/// Whether a file holds anything but whitespace, reading only as far as needed; and whether
-/// the part read is valid UTF-8.
-fn probe_content(file: &mut std::fs::File) -> std::io::Result<(bool, bool)> {
     let mut buf = [0u8; 4096];
-    let mut first = true;
-    let mut utf8_ok = true;
-    let mut read_total = 0usize;
+    let mut whole = Vec::new();
+    let (mut content, mut utf8_ok, mut read_total) = (false, true, 0usize);
     loop {
         let n = file.read(&mut buf)?;
         if n == 0 {
-            return Ok((false, utf8_ok));
-        }
-        if first {
-            first = false;
-            if let Err(e) = std::str::from_utf8(&buf[..n]) {
-                // A character cut at the buffer's end is fine; anything else is not UTF-8.
-                utf8_ok = e.error_len().is_none();
+            if let Some(hash) = hash.as_deref_mut() {
+                *hash = Some(crate::store::approvals::sha256_hex(&whole));
             }
+            break;
         }
-        if has_content(&buf[..n]) {
-            return Ok((true, utf8_ok));
+        if read_total == 0
+            && let Err(e) = std::str::from_utf8(&buf[..n])
+        {
+            // A character cut at the buffer's end is fine; anything else is not UTF-8.
+            utf8_ok = e.error_len().is_none();
         }
+        content |= has_content(&buf[..n]);
         read_total += n;
-        if read_total >= MAX_PARSED_BYTES {
-            return Ok((false, utf8_ok));
+        if hash.is_some() {
+            whole.extend_from_slice(&buf[..n]);
+        }
+        if read_total >= MAX_PARSED_BYTES || (content && hash.is_none()) {
+            break;
         }
     }
+    Ok((content, utf8_ok))
 }
 
 fn read_text(
