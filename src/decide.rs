@@ -33,12 +33,16 @@ pub enum StopKind {
     TaskBudget,
     /// This run's spend passed `Budget per run` (a run stop: the next run starts a new budget).
     RunBudget,
+    /// A sub-task named on the command line may not start yet by its parent's plan.
+    NotReady,
+    /// automaton itself failed while driving the task (a panic): a bug.
+    Internal,
 }
 
 impl StopKind {
     /// Every stop kind with its word (in `--json` events) and its documented exit code: the
     /// one table of both, in variant order.
-    pub const TABLE: [(StopKind, &'static str, u8); 17] = [
+    pub const TABLE: [(StopKind, &'static str, u8); 19] = [
         (
             StopKind::VerdictFailed,
             "verdict_failed",
@@ -76,6 +80,8 @@ impl StopKind {
         (StopKind::Frozen, "frozen_changed", exit::FROZEN_CHANGED),
         (StopKind::TaskBudget, "task_budget", exit::TASK_BUDGET),
         (StopKind::RunBudget, "run_budget", exit::RUN_BUDGET),
+        (StopKind::NotReady, "not_ready", exit::NOT_READY),
+        (StopKind::Internal, "internal_error", exit::INTERNAL),
     ];
 
     pub fn code(self) -> u8 {
@@ -115,7 +121,10 @@ impl StopKind {
         self.is_task_stop()
             && !matches!(
                 self,
-                StopKind::AwaitingApproval | StopKind::Stale | StopKind::Frozen
+                StopKind::AwaitingApproval
+                    | StopKind::Stale
+                    | StopKind::Frozen
+                    | StopKind::NotReady
             )
     }
 
@@ -666,7 +675,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 17 * 5 * 4 * 3 * 3 * 8);
+        assert_eq!(cases, StopKind::TABLE.len() * 5 * 4 * 3 * 3 * 8);
     }
 
     #[test]

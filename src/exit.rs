@@ -55,6 +55,13 @@ pub const FROZEN_CHANGED: u8 = 26;
 pub const TASK_BUDGET: u8 = 27;
 /// `orchestrate`: this run's spend passed `Budget per run`.
 pub const RUN_BUDGET: u8 = 28;
+/// `orchestrate --task` named a sub-task that may not start yet by its parent's plan (a
+/// dependency or an earlier wave not ended or failed, its wave's integration gate not passed,
+/// the parent stopped); the reason and the parent's command are printed; nothing ran.
+pub const NOT_READY: u8 = 29;
+/// An internal error: automaton itself failed (a panic while driving a task). The task is
+/// stopped with the message; this is a bug to report (EX_SOFTWARE).
+pub const INTERNAL: u8 = 70;
 /// `orchestrate "…"` found no project (no `.automaton/` or `tasks/` here or above, and no
 /// `--project`), or would create one inside a task folder (EX_NOINPUT).
 pub const NO_PROJECT: u8 = 66;

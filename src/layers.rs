@@ -9,6 +9,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("fsx", 0),
     ("state", 0),
     ("decide", 0),
+    ("plan", 0),
     ("names", 0),
     ("agent_kind", 0),
     ("units", 0),

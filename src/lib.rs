@@ -29,6 +29,7 @@ pub mod exit;
 pub mod fsx;
 pub mod git;
 pub mod names;
+pub mod plan;
 pub mod process;
 pub mod report;
 pub mod run;

@@ -73,6 +73,7 @@ impl Error {
             Error::Refused(_) => exit::REFUSED,
             Error::AgentNotFound(_) => exit::AGENT_NOT_FOUND,
             Error::NoProjectHere(_) => exit::NO_PROJECT,
+            Error::Run(RunError::Panicked { .. }) => exit::INTERNAL,
             Error::Settings(_)
             | Error::Task(_)
             | Error::Run(_)

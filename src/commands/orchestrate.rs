@@ -211,12 +211,29 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         },
     );
     let mut last = None;
-    let outcome = driver::drive_keeping(&run, &rel, true, &mut last)?;
+    // A panic while driving is a bug: reported as an internal error (exit 70), like one in a
+    // sub-task's worker, rather than as Rust's abort.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        driver::drive_keeping(&run, &rel, true, &mut last)
+    }))
+    .unwrap_or_else(|panic| Err(crate::run::RunError::panicked(&rel, &*panic)))?;
+    // A sub-task refused for its parent's plan is shown from the parent's folder down, so
+    // its view can say what it waits for and offer the parent's command.
+    let shown_from = match &outcome {
+        Outcome::Stopped {
+            kind: StopKind::NotReady,
+            ..
+        } => rel
+            .rsplit_once("/subtasks/")
+            .map_or(rel.as_str(), |(p, _)| p),
+        _ => rel.as_str(),
+    };
     let mut tree = last.unwrap_or_else(|| {
-        let mut tree = TaskTree::load_task(&ctx.project, &rel, &config);
+        let mut tree = TaskTree::load_task(&ctx.project, shown_from, &config);
         tree.apply_gates(&gates);
         tree
     });
+    tree.waves = crate::run::wave_rules(&settings, run.isolation.is_some());
     tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     finish(&tree, &prefix, &progress, &rel, outcome, args.step)
@@ -264,8 +281,12 @@ fn finish(
     step: bool,
 ) -> super::Result<u8> {
     let human_out = progress.mode() != progress::Mode::Json;
+    // The task the run was asked about and its sub-tasks (the tree may start above it).
     let scope: Vec<usize> = (0..tree.nodes.len())
-        .filter(|i| !report::is_orphan(tree, *i))
+        .filter(|i| {
+            let r = &tree.nodes[*i].rel;
+            (r == rel || r.starts_with(&format!("{rel}/"))) && !report::is_orphan(tree, *i)
+        })
         .collect();
     let summary = Summary::of(tree, scope.iter().copied());
     // Once the run has ended, its code says how, closed pipe or not.

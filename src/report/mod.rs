@@ -58,6 +58,11 @@ pub struct TaskView {
     pub depends_on: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
+    /// Sub-task only: why it may not start yet by its parent's plan (a dependency or an
+    /// earlier wave not ended, a wave's integration gate not passed, the parent stopped);
+    /// `command` then drives the parent, which starts it in turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subtasks: Option<SubtaskSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -270,6 +275,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
     let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
     let waiting = state == State::Next(Phase::Decomposition) && node.snap.plan.is_some();
     let blocked_by = blocked_by(tree, i);
+    let waits_for = crate::task::readiness::waits_for(tree, i, tree.waves);
     let fix_tasks = planned_fix_tasks(tree, i);
     let rerun_from = crate::task::gates::rerun_phase(&node.stale).map(|p| p.word());
     let awaiting = node.approval.as_ref().map(|w| w.gate.word());
@@ -316,6 +322,15 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             Some(format!("{prefix} approve {}", node.rel)),
         ),
         _ if waiting => ("subtasks".to_string(), Some(run)),
+        // A sub-task that may not start yet (its dependencies or wave have not ended, its
+        // wave's gate has not passed): only its parent's drive moves it on in order.
+        s if let Some(parent) = node.parent.filter(|_| waits_for.is_some()) => (
+            s.next_phase().map_or("none", |p| p.word()).to_string(),
+            Some(format!(
+                "{prefix} orchestrate --task {}{step_flag}",
+                tree.nodes[parent].rel
+            )),
+        ),
         s => (
             s.next_phase().map_or("none", |p| p.word()).to_string(),
             Some(run),
@@ -386,6 +401,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         wave: plan_row.as_ref().map(|r| r.wave),
         depends_on: plan_row.map(|r| r.depends_on).unwrap_or_default(),
         blocked_by,
+        waits_for,
         subtasks,
         fix_tasks,
         step,
@@ -522,6 +538,9 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     }
     if let Some(by) = &v.blocked_by {
         let _ = writeln!(out, "- **Blocked by**: {by} (did not pass)");
+    }
+    if let Some(why) = &v.waits_for {
+        let _ = writeln!(out, "- **Waits**: {why}");
     }
     if let Some(s) = &v.subtasks {
         let _ = writeln!(out, "- **Sub-tasks**: {}", s.counts);

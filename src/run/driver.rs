@@ -3,7 +3,7 @@
 
 use super::isolation::{Isolation, Workspace};
 use super::phase::{run_phase_noted, run_verify};
-use super::subtasks::{files_overlap, sync_subtasks};
+use super::subtasks::sync_subtasks;
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::{Plan, SubtaskRow};
 use crate::decide::{
@@ -12,9 +12,11 @@ use crate::decide::{
 };
 use crate::fsx::write_atomic;
 use crate::git::Merge;
+use crate::plan::waves::Waves;
 use crate::settings::Key;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
+use crate::task::readiness::{WaveRules, gates_passed, waits_for, waves_of};
 use crate::task::snapshot::content_hash;
 use crate::task::{TaskNode, TaskTree, frozen};
 use serde_json::json;
@@ -114,6 +116,18 @@ pub fn drive_keeping(
     last: &mut Option<TaskTree>,
 ) -> super::Result<Outcome> {
     let dir = run.settings.project.join(rel);
+    // A sub-task named on the command line follows its parent's plan like any other: it may
+    // not skip an unfinished or failed dependency, an earlier wave or an integration gate.
+    if explicit && let Some(reason) = not_ready(run, rel) {
+        run.progress.event(
+            "task_stopped",
+            || json!({"task": rel, "kind": StopKind::NotReady.word(), "reason": reason}),
+            || format!("✘ {rel}: {reason}"),
+        );
+        return Ok(stopped(StopKind::NotReady, reason));
+    }
+    #[cfg(debug_assertions)]
+    panic_for_tests(rel);
     // What a killed run left behind is stopped and set aside before anything is decided.
     super::recover::recover(run, rel)?;
     if explicit {
@@ -266,6 +280,44 @@ pub fn drive_keeping(
     }
 }
 
+/// Why the sub-task `rel` (or a parent above it) may not start now by its parent's plan,
+/// with the command that moves it on in order; `None` when it may, or when it is not a
+/// sub-task of a plan.
+fn not_ready(run: &Run<'_>, rel: &str) -> Option<String> {
+    let mut child = rel;
+    while let Some(parent) = parent_of(child) {
+        let tree = TaskTree::load_states(&run.settings.project, parent, &run.config);
+        if let Some(why) = tree.find(child).and_then(|i| {
+            waits_for(
+                &tree,
+                i,
+                super::wave_rules(run.settings, run.isolation.is_some()),
+            )
+        }) {
+            let who = if child == rel {
+                String::new()
+            } else {
+                format!(" ({child}, above it)")
+            };
+            return Some(format!(
+                "{rel} may not start yet{who}: {why}; `automaton orchestrate --task {parent}` \
+                 drives its parent, which starts it in turn"
+            ));
+        }
+        child = parent;
+    }
+    None
+}
+
+/// Test builds only: `AUTOMATON_TEST_PANIC=<task>` panics when that task's drive starts, so
+/// the tests can show that a panicking worker stops the run instead of hanging it.
+#[cfg(debug_assertions)]
+fn panic_for_tests(rel: &str) {
+    if std::env::var("AUTOMATON_TEST_PANIC").is_ok_and(|t| t == rel) {
+        panic!("AUTOMATON_TEST_PANIC: {rel}");
+    }
+}
+
 /// What [`next_action`] decides from: the task as read, the caps, the clock.
 fn facts(run: &Run<'_>, dir: &Path, tree: &TaskTree, node: &TaskNode, iterations: u64) -> Facts {
     let state = node.state();
@@ -407,8 +459,10 @@ fn verify_pass(
     dir: &Path,
     ws: Option<&Workspace>,
 ) -> super::Result<Option<Outcome>> {
+    // Read again here: a person may have removed VERDICT.md since the turn's read; the next
+    // turn then sees the task as it is.
     let (Some(cmd), Some(hash)) = (run.verify_command, verdict_hash(dir)) else {
-        unreachable!("verification is pending only with a command and a verdict")
+        return Ok(None);
     };
     let pending = format!(
         "the PASS verdict is not verified yet (the verify command did not finish); \
@@ -640,9 +694,12 @@ fn step_subtask(run: &Run<'_>, rel: &str, dir: &Path, tree: &TaskTree) -> super:
     let next = match &node.snap.plan {
         Some(Ok(plan)) => {
             sync_subtasks(run, rel, dir, plan, &node.decision)?;
+            let _ = plan;
             let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
-            ready_rows(run, rel, plan, &tree, &[])
-                .first()
+            let rules = super::wave_rules(run.settings, run.isolation.is_some());
+            let gates = gates_passed(dir);
+            waves_of(&tree, 0, rules, &gates)
+                .and_then(|w| w.ready(&[], &[], 1).first().copied())
                 .map(|name| format!("{rel}/subtasks/{name}"))
         }
         _ => node
@@ -1039,56 +1096,6 @@ fn usage_note(rep: &super::adapter::PhaseReport) -> String {
     s
 }
 
-/// The sub-tasks of a plan that may start now, wave by wave: not terminal, not running, not
-/// blocked, every dependency terminal, and no `Files` overlap with one running.
-fn ready_rows(
-    run: &Run<'_>,
-    parent_rel: &str,
-    plan: &Plan,
-    tree: &TaskTree,
-    running: &[String],
-) -> Vec<String> {
-    let state_of = |name: &str| {
-        tree.find(&format!("{parent_rel}/subtasks/{name}"))
-            .map(|i| tree.nodes[i].state())
-    };
-    let blocked = tree
-        .nodes
-        .first()
-        .map(|n| n.decision.blocked.clone())
-        .unwrap_or_default();
-    let is_blocked = |name: &str| blocked.iter().any(|(b, _)| b == name);
-    // Seed 001: no sub-task of a wave starts before every sub-task of the earlier waves is
-    // complete or blocked (`- **Wave barrier**: dependencies` only waits for its own).
-    let strict = run.settings.text(Key::WaveBarrier) != Some("dependencies");
-    let earlier_done =
-        |wave: u32| {
-            !strict
-                || plan.rows.iter().filter(|r| r.wave < wave).all(|r| {
-                    is_blocked(&r.name) || state_of(&r.name).is_some_and(State::is_terminal)
-                })
-        };
-    let mut rows: Vec<_> = plan.rows.iter().collect();
-    rows.sort_by_key(|r| r.wave);
-    rows.into_iter()
-        .filter(|row| {
-            earlier_done(row.wave)
-                && !running.contains(&row.name)
-                && state_of(&row.name).is_some_and(|s| !s.is_terminal())
-                && !blocked.iter().any(|(b, _)| *b == row.name)
-                && row
-                    .depends_on
-                    .iter()
-                    .all(|d| state_of(d).is_some_and(State::is_terminal))
-                && !running.iter().any(|r| {
-                    plan.row(r)
-                        .is_some_and(|other| files_overlap(&row.files, &other.files))
-                })
-        })
-        .map(|row| row.name.clone())
-        .collect()
-}
-
 /// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
 /// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
 /// dependents. A sub-task that waits for a person without being terminal (a gate, stale
@@ -1195,35 +1202,35 @@ fn run_waves(
                         )?;
                     }
                 }
-                let gate_open = |wave: u32| {
-                    integration.is_none()
-                        || run.verify_command.is_none()
-                        || plan
-                            .rows
-                            .iter()
-                            .filter(|r| r.wave < wave)
-                            .all(|r| gated.contains(&r.wave))
+                // The planner picks what starts, against the siblings as read: the gates of
+                // this run's integration, what runs, what waits for a person or failed.
+                let rules = WaveRules {
+                    gated: integration.is_some() && run.verify_command.is_some(),
+                    ..super::wave_rules(run.settings, run.isolation.is_some())
                 };
-                for name in ready_rows(run, parent_rel, plan, &tree, &running) {
-                    if running.len() >= run.limits.jobs || parent_stop.is_some() {
-                        break;
+                let busy: Vec<&str> = running.iter().map(String::as_str).collect();
+                let held_now: Vec<&str> = held
+                    .iter()
+                    .map(|(h, _, _)| h.as_str())
+                    .chain(errored.iter().map(String::as_str))
+                    .collect();
+                let slots = run.limits.jobs.saturating_sub(running.len());
+                let start: Vec<String> = match waves_of(&tree, 0, rules, &gated) {
+                    // The parent is the one being driven: its own stop does not hold them.
+                    Some(waves) if parent_stop.is_none() => Waves {
+                        parent_stop: None,
+                        ..waves
                     }
+                    .ready(&busy, &held_now, slots)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect(),
+                    _ => Vec::new(),
+                };
+                for name in start {
                     let Some(row) = plan.row(&name) else { continue };
-                    // Two ready rows may overlap each other: check against those started now.
-                    // A held sub-task waits for a person; a later wave waits for its gate.
-                    if held.iter().any(|(h, _, _)| *h == row.name)
-                        || errored.contains(&row.name)
-                        || !gate_open(row.wave)
-                        || running.iter().any(|r| {
-                            plan.row(r)
-                                .is_some_and(|other| files_overlap(&row.files, &other.files))
-                        })
-                    {
-                        continue;
-                    }
                     running.push(row.name.clone());
                     let tx = tx.clone();
-                    let name = row.name.clone();
                     let child_rel = format!("{parent_rel}/subtasks/{name}");
                     run.progress.event(
                         "subtask_started",
@@ -1231,7 +1238,14 @@ fn run_waves(
                         || format!("▶ {child_rel}: wave {} sub-task started", row.wave),
                     );
                     scope.spawn(move || {
-                        let out = drive(run, &child_rel, false);
+                        // A panic is caught and sent like any end, so the loop that waits for
+                        // every sub-task it started always hears from this one.
+                        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            drive(run, &child_rel, false)
+                        }))
+                        .unwrap_or_else(|panic| {
+                            Err(super::RunError::panicked(&child_rel, &*panic))
+                        });
                         let _ = tx.send((name, out));
                     });
                 }
@@ -1275,6 +1289,10 @@ fn run_waves(
                     errored.push(name.clone());
                     let dir = project.join(&child_rel);
                     let reason = format!("error: {e:#}");
+                    // A bug in automaton ends the run once what runs has finished.
+                    if matches!(e, super::RunError::Panicked { .. }) {
+                        run_stop.get_or_insert(stopped(StopKind::Internal, reason.clone()));
+                    }
                     run.progress.line(&format!("✘ {child_rel}: {reason}"));
                     // Stopped for a person: recorded in its `.stop` when the folder can be
                     // written, and in any case never started again in this run (a folder

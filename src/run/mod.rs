@@ -44,6 +44,38 @@ pub enum RunError {
     /// ([`crate::fsx::write_atomic`] and the store name the file).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// automaton panicked while driving a task: a bug, reported with the panic's message.
+    #[error(
+        "internal error: automaton panicked while driving {task}: {message} (a bug in automaton; please report it)"
+    )]
+    Panicked { task: String, message: String },
+}
+
+impl RunError {
+    /// The error of a panic caught while driving `task` (the payload of `catch_unwind`).
+    pub fn panicked(task: &str, payload: &(dyn std::any::Any + Send)) -> RunError {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        RunError::Panicked {
+            task: task.to_string(),
+            message,
+        }
+    }
+}
+
+/// The rules by which sub-tasks of a plan start: `- **Wave barrier**`, and integration gates
+/// when the tasks run `isolated` in worktrees and a verify command is set. The run and
+/// `status` both use it, so `status` offers only what a run would start.
+pub fn wave_rules(settings: &Settings, isolated: bool) -> crate::task::readiness::WaveRules {
+    crate::task::readiness::WaveRules {
+        barrier: crate::plan::waves::Barrier::parse(
+            settings.text(crate::settings::Key::WaveBarrier),
+        ),
+        gated: isolated && settings.text(crate::settings::Key::VerifyCommand).is_some(),
+    }
 }
 
 /// What the run layer's functions return.

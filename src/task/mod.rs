@@ -4,6 +4,7 @@ pub mod fix;
 pub mod frozen;
 pub mod gates;
 pub mod index;
+pub mod readiness;
 pub mod snapshot;
 pub mod tree;
 

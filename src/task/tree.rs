@@ -109,6 +109,9 @@ pub struct TaskTree {
     pub warnings: Vec<String>,
     /// `Budget per task`, for reports that show spend against it (set by the caller).
     pub budget: Option<crate::decide::Budget>,
+    /// The rules by which sub-tasks of a plan start (set by the caller; see
+    /// [`crate::task::readiness`]).
+    pub waves: super::readiness::WaveRules,
 }
 
 impl TaskTree {
@@ -695,6 +698,7 @@ impl<'a> Walker<'a> {
             nodes: self.nodes,
             warnings: self.warnings,
             budget: None,
+            waves: Default::default(),
         }
     }
 }

@@ -323,6 +323,7 @@ impl Model {
                     nodes,
                     warnings: part_warnings,
                     budget: None,
+                    waves: Default::default(),
                 },
                 self.generation,
             );

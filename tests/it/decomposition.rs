@@ -546,3 +546,118 @@ fn a_cut_short_subtask_is_filled_in_and_an_orphan_with_logs_is_kept() {
         "agent output\n"
     );
 }
+
+/// A sub-task named with `--task` follows its parent's plan like one the waves start: with its
+/// dependency unfinished, then failed, it is refused (exit 29) and nothing runs, and `status`
+/// offers the parent's command instead of one that would skip the dependency.
+#[test]
+fn a_subtask_named_directly_waits_for_its_dependency_and_status_offers_the_parent() {
+    let p = project();
+    let decomposition = plan(&[
+        ("a", 1, "-", "-", "Parse"),
+        ("b", 1, "-", "-", "Cache"),
+        ("c", 2, "a", "-", "Use the parser"),
+    ]);
+    // Two steps: the parent's research writes the plan, then one phase of `a` runs.
+    for args in [vec!["--step", "p"], vec!["--step", "--task", PARENT]] {
+        run_plan(&p, &decomposition, "")
+            .args(args)
+            .status(25)
+            .stdout_any()
+            .run();
+    }
+    assert_eq!(phases_of(&records(&p), &sub("a")), ["research"]);
+    let c = p.task_json(&sub("c"));
+    assert_eq!(
+        c["command"],
+        format!("automaton orchestrate --task {PARENT}")
+    );
+    assert_eq!(
+        c["waits_for"],
+        "it depends on a, which has not ended (implement)"
+    );
+    // A wave-1 sibling may run on its own: it waits for nothing.
+    let b = p.task_json(&sub("b"));
+    assert_eq!(
+        b["command"],
+        format!("automaton orchestrate --task {}", sub("b"))
+    );
+    assert!(b.get("waits_for").is_none(), "{b:#}");
+
+    let before = p.read(&format!("{}/.state", sub("c")));
+    let refusal = format!(
+        "{c} may not start yet: it depends on a, which has not ended (implement); \
+         `automaton orchestrate --task {PARENT}` drives its parent, which starts it in turn",
+        c = sub("c")
+    );
+    let ran = run_plan(&p, &decomposition, "")
+        .args(["--task", &sub("c")])
+        .status(29)
+        .stdout_contains(format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {refusal}"))
+        .stdout_contains(format!(
+            "- **Command**:\n  automaton orchestrate --task {PARENT}\n"
+        ))
+        .run();
+    assert!(
+        ran.stdout
+            .contains("Summary: 0 complete, 0 waiting for a person, 1 not started")
+    );
+    assert!(phases_of(&records(&p), &sub("c")).is_empty(), "c ran");
+    assert_eq!(p.read(&format!("{}/.state", sub("c"))), before);
+    assert!(
+        !p.join(&format!("{}/logs", sub("c"))).exists(),
+        "nothing written"
+    );
+
+    // Now `a` fails: `c` is blocked, and naming it is refused for that.
+    run_plan(&p, &decomposition, "a:referee=fail")
+        .args(["--task", &sub("a")])
+        .status(10)
+        .stdout_any()
+        .run();
+    run_plan(&p, &decomposition, "")
+        .args(["--task", &sub("c")])
+        .status(29)
+        .stdout_contains(format!(
+            "{} may not start yet: it is blocked: a did not pass",
+            sub("c")
+        ))
+        .run();
+    assert!(phases_of(&records(&p), &sub("c")).is_empty(), "c ran");
+    let c = p.task_json(&sub("c"));
+    assert_eq!(c["next_step"], "blocked");
+    assert!(c["command"].is_null(), "{c:#}");
+}
+
+/// A panic while a wave's worker drives a sub-task ends the run as an internal error (exit
+/// 70, recorded in the sub-task's `.stop`), after its running sibling finished; it never hangs.
+/// The panic is injected through a hook that exists only in test builds.
+#[test]
+fn a_panicking_subtask_worker_ends_the_run_as_an_internal_error() {
+    let p = project();
+    let decomposition = plan(&[("a", 1, "-", "-", "Parse"), ("b", 1, "-", "-", "Cache")]);
+    let ran = run_plan(&p, &decomposition, "")
+        .env("AUTOMATON_TEST_PANIC", sub("a"))
+        .args(["--jobs", "2", "p"])
+        .status(70)
+        .stdout_contains(format!(
+            "⚠️ **HUMAN INTERVENTION REQUIRED**: error: internal error: automaton panicked while \
+             driving {}: AUTOMATON_TEST_PANIC: {}",
+            sub("a"),
+            sub("a")
+        ))
+        .run();
+    assert!(
+        ran.stderr.contains("AUTOMATON_TEST_PANIC"),
+        "{}",
+        ran.stderr
+    );
+    let stop = p.read(&format!("{}/.stop", sub("a")));
+    assert!(
+        stop.contains("internal error: automaton panicked"),
+        "{stop}"
+    );
+    // The sibling that was running went on to its end; nothing new started after the panic.
+    assert_eq!(phases_of(&records(&p), &sub("b")), SUB_PHASES);
+    assert!(phases_of(&records(&p), &sub("a")).is_empty());
+}

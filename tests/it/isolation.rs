@@ -319,6 +319,28 @@ fn a_failing_integration_gate_after_wave_one_blocks_wave_two() {
     );
     assert_eq!(p.state_of("tasks/p/subtasks/a"), "complete");
     assert_eq!(p.state_of(PARENT), "human_intervention");
+
+    // Naming the wave-2 sub-task does not skip the failed gate: refused, nothing runs, and
+    // `status` offers the parent's command, which runs the gate again.
+    let c = "tasks/p/subtasks/c";
+    let out = run(&p, &decomposition, RECORD_WORK)
+        .args(["--task", c])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(29), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{c} may not start yet: its parent is stopped: the integration gate after wave 1 failed"
+        )),
+        "{stdout}"
+    );
+    assert!(!records(&p).iter().any(|r| r.0 == c), "c ran");
+    let doc = p.status_json();
+    assert_eq!(
+        task(&doc, c)["command"],
+        format!("automaton orchestrate --task {PARENT}")
+    );
 }
 
 #[test]
