@@ -7,13 +7,13 @@ use crate::exit;
 use crate::names;
 use crate::report::{self, Summary, phase_config, render_report, task_view};
 use crate::run::agent;
+use crate::run::event::Event;
 use crate::run::progress::{self, Progress};
 use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
 use crate::settings::{Key, Origin, Settings};
 use crate::state::{Phase, PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
-use serde_json::json;
 use std::time::{Duration, Instant};
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
@@ -105,15 +105,11 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     if args.run.jobs.as_deref() == Some("auto") {
         limits.jobs = match &admission {
             Some(gate) => {
-                progress.event(
-                    "jobs_auto",
-                    || json!({"weights": gate.weights, "kv_bytes_per_token": gate.kv_per_token, "budget": gate.budget}),
-                    || format!(
-                        "--jobs auto: sub-tasks start while the model's weights ({}) and their needs fit in {}",
-                        crate::run::vram::gb(gate.weights),
-                        crate::run::vram::gb(gate.budget)
-                    ),
-                );
+                progress.event(&Event::JobsAuto {
+                    weights: gate.weights,
+                    kv_bytes_per_token: gate.kv_per_token,
+                    budget: gate.budget,
+                });
                 256
             }
             None => {
@@ -134,16 +130,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
                 isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?;
             // Before anything runs: undo what a killed run left half-done in the worktrees.
             for wt in iso.reconcile().map_err(crate::run::RunError::from)? {
-                progress.event(
-                    "worktree_reconciled",
-                    || json!({"worktree": wt}),
-                    || {
-                        format!(
-                            "↻ {}: undid a git operation a killed run left unfinished",
-                            wt.display()
-                        )
-                    },
-                );
+                progress.event(&Event::WorktreeReconciled { worktree: &wt });
             }
             Some(iso)
         }
@@ -202,14 +189,11 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     }
     // The command line may carry a key (`--openai-api-key ...`): never print it.
     let shown = crate::settings::value::redact(&agent_command);
-    progress.event(
-        "run_started",
-        || json!({"task": rel, "agent": shown, "adapter": adapter.name()}),
-        || match adapter.name() {
-            "command" => format!("automaton: driving {rel} with `{shown}`"),
-            kind => format!("automaton: driving {rel} with {kind}: `{shown}`"),
-        },
-    );
+    progress.event(&Event::RunStarted {
+        task: &rel,
+        agent: &shown,
+        adapter: adapter.name(),
+    });
     let mut last = None;
     // A panic while driving is a bug: reported as an internal error (exit 70), like one in a
     // sub-task's worker, rather than as Rust's abort.
@@ -303,7 +287,7 @@ fn finish(
         Ok(())
     };
     let summary_out = || -> super::Result<()> {
-        progress.event("summary", || json!(summary), String::new);
+        progress.event(&Event::Summary(summary));
         if human_out {
             out::println(summary.line()).or_else(out::closed_is_ok)?;
         }
@@ -313,7 +297,7 @@ fn finish(
         Outcome::Complete if summary.all_complete() => {
             print_task(true)?;
             summary_out()?;
-            progress.event("complete", || json!({"task": rel}), String::new);
+            progress.event(&Event::Complete { task: rel });
             if human_out {
                 out::println("ORCHESTRATION_COMPLETE").or_else(out::closed_is_ok)?;
             }
@@ -339,11 +323,10 @@ fn finish(
         Outcome::Stepped { task } => {
             print_task(true)?;
             summary_out()?;
-            progress.event(
-                "stepped",
-                || json!({"task": task, "exit_code": exit::WAITING}),
-                String::new,
-            );
+            progress.event(&Event::Stepped {
+                task: &task,
+                exit_code: exit::WAITING,
+            });
             if human_out {
                 out::println(format_args!(
                     "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step\nORCHESTRATION_COMPLETE"
@@ -355,11 +338,12 @@ fn finish(
         Outcome::Stopped { kind, reason } => (kind, reason),
     };
     let stop_event = || {
-        progress.event(
-            "stop",
-            || json!({"task": rel, "kind": kind.word(), "reason": reason, "exit_code": kind.code()}),
-            String::new,
-        )
+        progress.event(&Event::Stop {
+            task: rel,
+            kind: kind.word(),
+            reason: &reason,
+            exit_code: kind.code(),
+        })
     };
     if kind == StopKind::Interrupted {
         stop_event();
@@ -432,15 +416,11 @@ fn archive_verdict(ctx: &Ctx, rel: &str, progress: &Progress) -> super::Result<(
     let kept = logs.join(format!("VERDICT-{n}.md"));
     std::fs::rename(&verdict, &kept)?;
     crate::store::task_files::clear_stop(&dir).map_err(crate::run::RunError::from)?;
-    progress.event(
-        "verdict_archived",
-        || json!({"task": rel, "kept": kept}),
-        || {
-            format!(
-                "↻ {rel}: VERDICT.md moved to {rel}/logs/VERDICT-{n}.md; its referee runs again"
-            )
-        },
-    );
+    progress.event(&Event::VerdictArchived {
+        task: rel,
+        kept: &kept,
+        n,
+    });
     Ok(())
 }
 

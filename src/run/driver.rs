@@ -1,6 +1,7 @@
 //! The loop driver: determine the state, run the phase, validate the artifact, write `.state`,
 //! repeat — and for a decomposed task, drive its sub-tasks in dependency waves in parallel.
 
+use super::event::{Event, FreezeReason};
 use super::isolation::{Isolation, Workspace};
 use super::phase::{run_phase_noted, run_verify};
 use super::subtasks::sync_subtasks;
@@ -19,7 +20,6 @@ use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, gates_passed, waits_for, waves_of};
 use crate::task::snapshot::content_hash;
 use crate::task::{TaskNode, TaskTree, frozen};
-use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -42,11 +42,11 @@ fn stop_task(
     if kind.is_recorded() {
         write_stop(dir, &reason)?;
     }
-    run.progress.event(
-        "task_stopped",
-        || json!({"task": rel, "kind": kind.word(), "reason": reason}),
-        || format!("✘ {rel}: {reason}"),
-    );
+    run.progress.event(&Event::TaskStopped {
+        task: rel,
+        kind: kind.word(),
+        reason: &reason,
+    });
     Ok(stopped(kind, reason))
 }
 
@@ -84,17 +84,10 @@ fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     for node in tree.nodes.iter().filter(|n| n.snap.stop.is_some()) {
         clear_stop(&node.dir)?;
-        run.progress.event(
-            "stop_cleared",
-            || json!({"task": node.rel}),
-            || {
-                format!(
-                    "↻ {}: retrying after: {}",
-                    node.rel,
-                    node.snap.stop.as_deref().unwrap_or("")
-                )
-            },
-        );
+        run.progress.event(&Event::StopCleared {
+            task: &node.rel,
+            reason: node.snap.stop.as_deref().unwrap_or(""),
+        });
     }
     Ok(())
 }
@@ -193,11 +186,7 @@ pub fn drive_keeping(
                     }
                     continue;
                 }
-                run.progress.event(
-                    "task_complete",
-                    || json!({"task": rel}),
-                    || format!("✔ {rel}: complete"),
-                );
+                run.progress.event(&Event::TaskComplete { task: rel });
                 *last = Some(tree);
                 return Ok(Outcome::Complete);
             }
@@ -207,11 +196,11 @@ pub fn drive_keeping(
                     .reason
                     .clone()
                     .unwrap_or_else(|| "needs a human".into());
-                run.progress.event(
-                    "task_stopped",
-                    || json!({"task": rel, "kind": kind.word(), "reason": reason}),
-                    || format!("✘ {rel}: {reason}"),
-                );
+                run.progress.event(&Event::TaskStopped {
+                    task: rel,
+                    kind: kind.word(),
+                    reason: &reason,
+                });
                 return Ok(stopped(kind, reason));
             }
             Action::RunSubtasks => {
@@ -224,11 +213,10 @@ pub fn drive_keeping(
                 }
             }
             Action::StepDone(phase) => {
-                run.progress.event(
-                    "step_done",
-                    || json!({"task": rel, "next": phase.word()}),
-                    || format!("■ {rel}: one step done; {} is next", phase.word()),
-                );
+                run.progress.event(&Event::StepDone {
+                    task: rel,
+                    next: phase.word(),
+                });
                 return Ok(Outcome::Stepped {
                     task: rel.to_string(),
                 });
@@ -238,12 +226,14 @@ pub fn drive_keeping(
                 let note = replan_note(run, &over_budget(run, node));
                 // Once: the mark is written first, so a run cut short does not send it back again.
                 write_atomic(&dir.join(REPLANNED_FILE), note.as_bytes())?;
-                run.progress.event(
-                    "plan_sent_back",
-                    || json!({"task": rel, "max_peak": run.max_peak,
-                           "rows": over_budget(run, node).iter().map(|r| &r.name).collect::<Vec<_>>()}),
-                    || format!("↻ {rel}: sub-tasks over the context budget of {} tokens; the plan goes back to the decomposition phase once", run.max_peak),
-                );
+                run.progress.event(&Event::PlanSentBack {
+                    task: rel,
+                    max_peak: run.max_peak,
+                    rows: over_budget(run, node)
+                        .iter()
+                        .map(|r| r.name.as_str())
+                        .collect(),
+                });
                 iterations += 1;
                 let given = inputs_given(&dir, node, Phase::Decomposition);
                 let end = one_phase(run, rel, &dir, Phase::Decomposition, ws, given, Some(&note))?;
@@ -556,22 +546,18 @@ fn after_phase(
     let (kind, reason) = match decision {
         Retry::After(wait) => {
             let kept = set_aside_failed_artifact(run, rel, dir, at.phase, attempt)?;
-            run.progress.event(
-                "phase_retry",
-                || json!({"task": rel, "phase": at.phase.word(), "attempt": attempt,
-                       "failures": failures, "retries": run.retries, "kind": kind.word(),
-                       "reason": reason, "rate_limited": rate_limited,
-                       "backoff_seconds": wait.as_secs_f64(), "artifact_kept": kept}),
-                || {
-                    format!(
-                        "↻ {rel}: {} failed (attempt {attempt}: {reason}); {}retry {failures} of {} in {}",
-                        at.phase.word(),
-                        if rate_limited { "rate-limited: " } else { "" },
-                        run.retries,
-                        super::agent::human_duration(wait)
-                    )
-                },
-            );
+            run.progress.event(&Event::PhaseRetry {
+                task: rel,
+                phase: at.phase.word(),
+                attempt,
+                failures,
+                retries: run.retries,
+                kind: kind.word(),
+                reason: &reason,
+                rate_limited,
+                backoff: wait,
+                artifact_kept: kept.as_deref(),
+            });
             // Ctrl-C or the deadline ends the wait; the next turn's decision sees them.
             super::retry::backoff(wait, run.deadline, run.cancel);
             return Ok(None);
@@ -731,16 +717,11 @@ fn run_children(run: &Run<'_>, tree: &TaskTree) -> super::Result<Option<Outcome>
         if child.state().is_terminal() {
             continue;
         }
-        run.progress.event(
-            "subtask_started",
-            || json!({"task": child.rel, "parent": node.rel, "wave": null}),
-            || {
-                format!(
-                    "▶ {}: sub-task started (made by hand, not in a plan)",
-                    child.rel
-                )
-            },
-        );
+        run.progress.event(&Event::SubtaskStarted {
+            task: &child.rel,
+            parent: &node.rel,
+            wave: None,
+        });
         match drive(run, &child.rel, false)? {
             Outcome::Complete => {}
             other => return Ok(Some(other)),
@@ -774,42 +755,34 @@ fn one_phase(
         .end
         .describe_with(Some(run.limits.phase), Some(run.limits.stall));
     let rep = &pr.report;
-    run.progress.event(
-        "phase_finished",
-        || {
-            json!({
-                "task": rel, "phase": phase.word(), "attempt": pr.attempt,
-                "seconds": o.duration.as_secs_f64(), "end": end,
-                "contract_met": o.contract_met, "log": pr.log,
-                "agent": run.adapter.name(), "ok": rep.ok, "error": rep.error,
-                "session_id": rep.session_id, "model": rep.model,
-                "input_tokens": rep.input_tokens, "output_tokens": rep.output_tokens,
-                "cost_usd": rep.cost_usd,
-            })
-        },
-        || match &o.end {
-            super::agent::AgentEnd::Exited(s) if s.success() || o.contract_met => String::new(),
-            _ => format!(
-                "  {rel}: {} ended after {:.1}s ({end})",
-                phase.word(),
-                o.duration.as_secs_f64()
-            ),
-        },
-    );
+    run.progress.event(&Event::PhaseFinished {
+        task: rel,
+        phase: phase.word(),
+        attempt: pr.attempt,
+        seconds: o.duration,
+        end: &end,
+        contract_met: o.contract_met,
+        log: &pr.log,
+        agent: run.adapter.name(),
+        ok: rep.ok,
+        error: rep.error.as_deref(),
+        session_id: rep.session_id.as_deref(),
+        model: rep.model.as_deref(),
+        input_tokens: rep.input_tokens,
+        output_tokens: rep.output_tokens,
+        cost_usd: rep.cost_usd,
+        exited_fine: matches!(&o.end, super::agent::AgentEnd::Exited(s) if s.success() || o.contract_met),
+    });
     // A frozen acceptance file changed by a phase after test_design: stop at once. The
     // record itself removed or garbled by the phase is put back first, so it judges.
     if guarded {
         if let Some(what) = frozen::restore(dir, frozen_before.as_ref())? {
-            run.progress.event(
-                "frozen_restored",
-                || json!({"task": rel, "phase": phase.word(), "attempt": pr.attempt, "what": what}),
-                || {
-                    format!(
-                        "⚠ {rel}: the {} phase {what} .state.frozen; put back",
-                        phase.word()
-                    )
-                },
-            );
+            run.progress.event(&Event::FrozenRestored {
+                task: rel,
+                phase: phase.word(),
+                attempt: pr.attempt,
+                what: &what,
+            });
         }
         let changed = frozen::changed(dir);
         if !changed.is_empty() {
@@ -875,11 +848,12 @@ fn one_phase(
     // Nothing an agent did exists only as uncommitted files.
     if let (Some(iso), Some(ws)) = (run.isolation, ws) {
         match iso.commit_phase(ws, rel, phase.word()) {
-            Ok(Some(commit)) => run.progress.event(
-                "committed",
-                || json!({"task": rel, "phase": phase.word(), "branch": ws.branch, "commit": commit}),
-                String::new,
-            ),
+            Ok(Some(commit)) => run.progress.event(&Event::Committed {
+                task: rel,
+                phase: phase.word(),
+                branch: &ws.branch,
+                commit: &commit,
+            }),
             Ok(None) => {}
             Err(e) => {
                 let reason = format!("cannot commit the {} phase's work: {e}", phase.word());
@@ -894,19 +868,13 @@ fn one_phase(
             .line(&format!("warning: {rel}: {}: {why}", phase.word()));
     }
     let artifact = phase.artifact();
-    run.progress.event(
-        "artifact_validated",
-        || json!({"task": rel, "phase": phase.word(), "artifact": artifact.file_name()}),
-        || {
-            format!(
-                "✔ {rel}: {} → {} ({:.1}s{})",
-                phase.word(),
-                artifact.file_name(),
-                o.duration.as_secs_f64(),
-                usage_note(rep)
-            )
-        },
-    );
+    run.progress.event(&Event::ArtifactValidated {
+        task: rel,
+        phase: phase.word(),
+        artifact: artifact.file_name(),
+        duration: o.duration,
+        usage: &usage_note(rep),
+    });
     // The verify command also runs after implement, to stop early; a PASS is checked again
     // when the task reaches complete (see `drive`).
     if phase == Phase::Implement
@@ -948,24 +916,16 @@ fn freeze(
 ) -> super::Result<()> {
     let root = ws.map_or(run.settings.project.as_path(), |w| w.cwd.as_path());
     let files = frozen::freeze(dir, root)?;
-    let (reason, note) = match why {
-        Freeze::AfterTestDesign => ("test_design", ""),
-        Freeze::Missing => ("missing", " (no .state.frozen was there)"),
+    let reason = match why {
+        Freeze::AfterTestDesign => FreezeReason::TestDesign,
+        Freeze::Missing => FreezeReason::Missing,
     };
-    run.progress.event(
-        "frozen",
-        || json!({"task": rel, "files": files, "root": root, "reason": reason}),
-        || {
-            format!(
-                "❄ {rel}: froze TEST_PLAN.md{}{note}",
-                if files.is_empty() {
-                    String::new()
-                } else {
-                    format!(" and {}", files.join(", "))
-                }
-            )
-        },
-    );
+    run.progress.event(&Event::Frozen {
+        task: rel,
+        files: &files,
+        root,
+        reason,
+    });
     Ok(())
 }
 
@@ -1003,11 +963,11 @@ fn workspace(
             return Ok(Err((StopKind::Isolation, reason)));
         }
     };
-    run.progress.event(
-        "workspace",
-        || json!({"task": rel, "branch": ws.branch, "worktree": ws.worktree}),
-        String::new,
-    );
+    run.progress.event(&Event::Workspace {
+        task: rel,
+        branch: &ws.branch,
+        worktree: &ws.worktree,
+    });
     let setup_failed = |e: &dyn std::fmt::Display| {
         Err((
             StopKind::Isolation,
@@ -1020,17 +980,11 @@ fn workspace(
         Err(e) => return Ok(setup_failed(&e)),
     }
     match iso.copy_included(&ws) {
-        Ok(files) if !files.is_empty() => run.progress.event(
-            "worktree_include",
-            || json!({"task": rel, "worktree": ws.worktree, "files": files}),
-            || {
-                format!(
-                    "  {rel}: copied {} file{} listed in .worktreeinclude into its worktree",
-                    files.len(),
-                    if files.len() == 1 { "" } else { "s" }
-                )
-            },
-        ),
+        Ok(files) if !files.is_empty() => run.progress.event(&Event::WorktreeInclude {
+            task: rel,
+            worktree: &ws.worktree,
+            files: &files,
+        }),
         Ok(_) => {}
         Err(e) => return Ok(setup_failed(&e)),
     }
@@ -1232,11 +1186,11 @@ fn run_waves(
                     running.push(row.name.clone());
                     let tx = tx.clone();
                     let child_rel = format!("{parent_rel}/subtasks/{name}");
-                    run.progress.event(
-                        "subtask_started",
-                        || json!({"task": child_rel, "parent": parent_rel, "wave": row.wave}),
-                        || format!("▶ {child_rel}: wave {} sub-task started", row.wave),
-                    );
+                    run.progress.event(&Event::SubtaskStarted {
+                        task: &child_rel,
+                        parent: parent_rel,
+                        wave: Some(row.wave),
+                    });
                     scope.spawn(move || {
                         // A panic is caught and sent like any end, so the loop that waits for
                         // every sub-task it started always hears from this one.
@@ -1367,11 +1321,11 @@ fn merge_subtask(
         )),
         Ok(how) => {
             if how != Merge::UpToDate {
-                run.progress.event(
-                    "merged",
-                    || json!({"task": sub_rel, "branch": sub.branch, "into": parent.branch}),
-                    || format!("⇢ {sub_rel}: merged {} into {}", sub.branch, parent.branch),
-                );
+                run.progress.event(&Event::Merged {
+                    task: sub_rel,
+                    branch: &sub.branch,
+                    into: &parent.branch,
+                });
             }
             Ok(())
         }

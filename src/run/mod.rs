@@ -5,6 +5,7 @@ pub mod adapter;
 pub mod agent;
 pub mod budget;
 pub mod driver;
+pub mod event;
 pub mod executor;
 pub mod isolation;
 pub mod notify;

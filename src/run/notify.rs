@@ -79,11 +79,10 @@ pub fn send(settings: &Settings, progress: &Progress, notice: &Notice<'_>) {
         ("AUTOMATON_TASK", notice.task),
     ];
     if let Err(why) = run_notify(command, &settings.project, &payload, &env, &log, timeout) {
-        progress.event(
-            "warning",
-            || json!({"task": notice.task, "message": format!("notify command {why}")}),
-            || format!("warning: {}: notify command {why}", notice.task),
-        );
+        progress.event(&super::event::Event::Warning {
+            task: notice.task,
+            message: &format!("notify command {why}"),
+        });
     }
 }
 

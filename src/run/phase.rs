@@ -3,13 +3,13 @@
 
 use super::adapter::{PhaseReport, parse_log};
 use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent, run_agent_on};
+use super::event::{Check, CheckFinished, CheckStarted, Event};
 use super::isolation::Workspace;
 use super::{Run, StopKind};
 use crate::settings::Settings;
 use crate::state::{Artifact, Phase};
 use crate::store::journal;
 use crate::task::TASK_FILE;
-use serde_json::json;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -148,11 +148,11 @@ pub(super) fn stop_leftover_agent(
     if let Some(what) = super::executor::stop_stale(&pid_file, run.limits.kill_grace)? {
         // `pid 123` or `Slurm job 45`.
         let id: Option<u64> = what.rsplit(' ').next().and_then(|n| n.parse().ok());
-        run.progress.event(
-            "leftover_agent_stopped",
-            || json!({"task": task_rel, "pid": id, "what": what}),
-            || format!("warning: {task_rel}: stopped agent {what} that an earlier, killed run left running"),
-        );
+        run.progress.event(&Event::LeftoverAgentStopped {
+            task: task_rel,
+            pid: id,
+            what: &what,
+        });
     }
     Ok(pid_file)
 }
@@ -179,16 +179,12 @@ fn warn_leftovers(run: &Run<'_>, task_rel: &str, outcome: &AgentOutcome) {
     if outcome.leftovers.is_empty() {
         return;
     }
-    let names: Vec<String> = outcome.leftovers.iter().map(|l| l.to_string()).collect();
-    run.progress.event(
-        "warning",
-        || json!({"task": task_rel, "message": "processes still alive after SIGKILL", "pids": outcome.leftovers.iter().map(|l| l.pid).collect::<Vec<_>>()}),
-        || format!(
-            "warning: {task_rel}: still alive after SIGKILL (agent pid {}): {}",
-            outcome.pid,
-            names.join(", ")
-        ),
-    );
+    run.progress.event(&Event::Leftovers {
+        task: task_rel,
+        message: "processes still alive after SIGKILL",
+        leftovers: &outcome.leftovers,
+        agent_pid: outcome.pid,
+    });
 }
 
 /// Run the agent for one phase of a task.
@@ -250,18 +246,19 @@ pub fn run_phase_noted(
     .collect();
     env.extend(workspace_env(ws));
     env.extend(port_env(run, task_rel));
-    run.progress.event(
-        "phase_started",
-        || json!({"task": task_rel, "phase": phase.word(), "attempt": attempt, "log": log}),
-        || format!("▶ {task_rel}: {} (attempt {attempt})", phase.word()),
-    );
+    run.progress.event(&Event::PhaseStarted {
+        task: task_rel,
+        phase: phase.word(),
+        attempt,
+        log: &log,
+    });
     let pid_file = match &reattach {
         Some((id, _)) => {
-            run.progress.event(
-                "slurm_reattached",
-                || json!({"task": task_rel, "phase": phase.word(), "job": id}),
-                || format!("{task_rel}: re-attached to Slurm job {id}, which an earlier, killed run submitted for {}", phase.word()),
-            );
+            run.progress.event(&Event::SlurmReattached {
+                task: task_rel,
+                phase: phase.word(),
+                job: *id,
+            });
             logs.join("agent.pid")
         }
         None => stop_leftover_agent(run, task_rel, &logs)?,
@@ -402,7 +399,7 @@ pub fn run_verify(
     ws: Option<&Workspace>,
     stem: &str,
 ) -> super::Result<Option<(StopKind, String)>> {
-    run_check(run, "verify", command, task_rel, task_dir, ws, stem)
+    run_check(run, Check::Verify, command, task_rel, task_dir, ws, stem)
 }
 
 /// Run the setup command once in a new worktree (same runner, the phase time cap), logging
@@ -415,22 +412,27 @@ pub fn run_setup(
     task_dir: &Path,
     ws: &Workspace,
 ) -> super::Result<Option<(StopKind, String)>> {
-    Ok(
-        run_check(run, "setup", command, task_rel, task_dir, Some(ws), "setup")?.map(
-            |(kind, reason)| match kind {
-                StopKind::VerifyFailed | StopKind::PhaseTimeout | StopKind::Stalled => {
-                    (StopKind::Isolation, reason)
-                }
-                other => (other, reason),
-            },
-        ),
-    )
+    Ok(run_check(
+        run,
+        Check::Setup,
+        command,
+        task_rel,
+        task_dir,
+        Some(ws),
+        "setup",
+    )?
+    .map(|(kind, reason)| match kind {
+        StopKind::VerifyFailed | StopKind::PhaseTimeout | StopKind::Stalled => {
+            (StopKind::Isolation, reason)
+        }
+        other => (other, reason),
+    }))
 }
 
-/// A command automaton runs itself (`what`: `verify` or `setup`), through the agent runner.
+/// A command automaton runs itself (`what`: verify or setup), through the agent runner.
 fn run_check(
     run: &Run<'_>,
-    what: &str,
+    what: Check,
     command: &str,
     task_rel: &str,
     task_dir: &Path,
@@ -443,11 +445,11 @@ fn run_check(
     })?;
     let attempt = next_attempt(&logs, stem);
     let log = logs.join(format!("{stem}-{attempt}.log"));
-    run.progress.event(
-        &format!("{what}_started"),
-        || json!({"task": task_rel, "command": command, "log": log}),
-        || format!("▶ {task_rel}: {what} `{command}`"),
-    );
+    run.progress.event(&what.started(CheckStarted {
+        task: task_rel,
+        command,
+        log: &log,
+    }));
     let mut env = vec![(
         "AUTOMATON_TASK_DIR".to_string(),
         task_dir.display().to_string(),
@@ -501,14 +503,11 @@ fn run_check(
             },
         )),
     };
-    run.progress.event(
-        &format!("{what}_finished"),
-        || json!({"task": task_rel, "ok": failed.is_none(), "log": log}),
-        || match &failed {
-            None => format!("✔ {task_rel}: {what} passed"),
-            Some((_, r)) => format!("✘ {task_rel}: {r}"),
-        },
-    );
+    run.progress.event(&what.finished(CheckFinished {
+        task: task_rel,
+        failure: failed.as_ref().map(|(_, r)| r.as_str()),
+        log: &log,
+    }));
     Ok(failed)
 }
 

@@ -1,6 +1,7 @@
 //! Progress and events of a run: plain lines (or one live line on a terminal) on stderr for
 //! people, one JSON object per line on stdout with `--json` for CI, nothing with `-q`.
 
+use super::event::Event;
 use anstream::stream::{AsLockedWrite, RawStream};
 use anstream::{AutoStream, ColorChoice};
 use anstyle::{AnsiColor, Style};
@@ -51,28 +52,18 @@ impl Progress {
         self.mode
     }
 
-    /// An event: a JSON line in `--json` mode, else `human` as a plain line on stderr.
-    /// Both forms are built only when shown.
-    pub fn event(
-        &self,
-        kind: &str,
-        fields: impl FnOnce() -> Value,
-        human: impl FnOnce() -> String,
-    ) {
+    /// An event: a JSON line in `--json` mode, else its human line (if it has one) as a plain
+    /// line on stderr. Each form is built only when shown.
+    pub fn event(&self, event: &Event<'_>) {
         match self.mode {
             Mode::Json => {
-                let mut fields = fields();
-                if let Value::Object(map) = &mut fields {
-                    map.insert("event".into(), json!(kind));
-                    map.insert("ts".into(), json!(unix_seconds()));
-                }
+                let line = json_line(event, unix_seconds());
                 let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{fields}");
+                let _ = writeln!(out, "{line}");
                 let _ = out.flush();
             }
             Mode::Human { .. } => {
-                let text = human();
-                if !text.is_empty() {
+                if let Some(text) = event.human() {
                     self.line(&text);
                 }
             }
@@ -180,6 +171,21 @@ fn clip_to_width(text: &str, width: usize) -> String {
         out.push(c);
     }
     out
+}
+
+/// The JSON form of an event: its fields and `event` (from serde), and `ts`, the Unix time in
+/// seconds. Keys come out sorted (serde_json's map is ordered by key), as scripts have always
+/// seen them.
+pub fn json_line(event: &Event<'_>, ts: f64) -> String {
+    let mut value = serde_json::to_value(event).unwrap_or_else(|e| {
+        // Every field is a plain value, so this cannot happen; if it ever did, the stream says
+        // so rather than lose the line or stop the run.
+        json!({"event": "warning", "message": format!("cannot write an event: {e}")})
+    });
+    if let Value::Object(map) = &mut value {
+        map.insert("ts".into(), json!(ts));
+    }
+    value.to_string()
 }
 
 pub fn unix_seconds() -> f64 {

@@ -13,10 +13,10 @@
 //!    verified never reads `complete`.
 
 use super::Run;
+use super::event::Event;
 use crate::state::State;
 use crate::store::task_files::{clear_incomplete, read_incomplete, write_state};
 use crate::task::TaskTree;
-use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// Put right what a killed run left in task `rel` and its sub-tasks.
@@ -59,15 +59,11 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
                         format!("cannot move {} to {}: {e}", from.display(), to.display()),
                     )
                 })?;
-                run.progress.event(
-                    "incomplete_set_aside",
-                    || json!({"task": node.rel, "artifact": name, "to": to}),
-                    || format!(
-                        "↻ {}: {name} was written by a phase run that did not finish; moved to {} and the phase runs again",
-                        node.rel,
-                        to.display()
-                    ),
-                );
+                run.progress.event(&Event::IncompleteSetAside {
+                    task: &node.rel,
+                    artifact: name,
+                    to: &to,
+                });
             }
             clear_incomplete(&node.dir)?;
         }

@@ -2,12 +2,12 @@
 //! seed 001), and the disjoint-file guard of the wave scheduler.
 
 use super::Run;
+use super::event::Event;
 use crate::artifact::decomposition::{Plan, SubtaskRow};
 use crate::fsx::write_rebuildable;
 use crate::state::{Decision, State};
 use crate::task::snapshot::{STATE_FILE, SUBTASKS_DIR};
 use crate::task::{NewTask, TaskTree, create_task};
-use serde_json::json;
 use std::path::Path;
 
 /// Make the folders of listed sub-tasks that do not exist yet (with `.state`, PARENT_SPEC.md
@@ -46,14 +46,13 @@ pub fn sync_subtasks(
         let vram = crate::detect::detect(run.settings, false);
         // Seed 000: report the detection results, on screen and in the parent's log.
         let block = crate::detect::render_human(&vram);
-        run.progress.event(
-            "vram_detected",
-            || {
-                json!({"task": parent_rel, "max_peak_context_kb": vram.max_peak_context_kb,
-                   "recommended_kb": vram.recommended_kb, "source": vram.source.as_str()})
-            },
-            || format!("{parent_rel}: {}", block.trim_end()),
-        );
+        run.progress.event(&Event::VramDetected {
+            task: parent_rel,
+            max_peak_context_kb: vram.max_peak_context_kb,
+            recommended_kb: vram.recommended_kb,
+            source: vram.source.as_str(),
+            block: &block,
+        });
         let logs = parent_dir.join("logs");
         std::fs::create_dir_all(&logs)?;
         let mut f = std::fs::OpenOptions::new()
@@ -65,11 +64,9 @@ pub fn sync_subtasks(
             let Some(row) = plan.row(name) else { continue };
             let dir = parent_dir.join(SUBTASKS_DIR).join(name);
             write_sync_files(&dir, parent_rel, row, &vram)?;
-            run.progress.event(
-                "subtask_repaired",
-                || json!({"task": format!("{parent_rel}/subtasks/{name}")}),
-                || format!("+ {parent_rel}/subtasks/{name}: PARENT_SPEC.md and VRAM_CONFIG.md written (they were missing)"),
-            );
+            run.progress.event(&Event::SubtaskRepaired {
+                task: &format!("{parent_rel}/subtasks/{name}"),
+            });
         }
         for name in &decision.missing {
             let Some(row) = plan.row(name) else { continue };
@@ -89,21 +86,19 @@ pub fn sync_subtasks(
                     ],
                 },
             )?;
-            run.progress.event(
-                "subtask_created",
-                || json!({"task": rel, "wave": row.wave, "depends_on": row.depends_on, "estimate": row.estimate}),
-                || format!("+ {rel} (wave {})", row.wave),
-            );
+            run.progress.event(&Event::SubtaskCreated {
+                task: &rel,
+                wave: row.wave,
+                depends_on: &row.depends_on,
+                estimate: row.estimate,
+            });
             if let Some(est) = row.estimate.filter(|e| *e > vram.max_peak_context_kb) {
-                run.progress.event(
-                    "warning",
-                    || json!({"task": rel, "message": "estimate exceeds max peak context", "estimate": est, "max_peak": vram.max_peak_context_kb}),
-                    || format!(
-                        "warning: {rel}: estimated peak context {}k exceeds the max peak of {} tokens; consider splitting it in DECOMPOSITION.md",
-                        est / 1000,
-                        vram.max_peak_context_kb
-                    ),
-                );
+                run.progress.event(&Event::EstimateOverPeak {
+                    task: &rel,
+                    message: "estimate exceeds max peak context",
+                    estimate: est,
+                    max_peak: vram.max_peak_context_kb,
+                });
             }
         }
         // The new folders' entries, made without an fsync each (and `subtasks/` itself when
@@ -122,16 +117,10 @@ pub fn sync_subtasks(
                 .is_none_or(|i| !tree.nodes[i].snap.artifacts.is_empty())
                 || !never_started(&parent_dir.join(SUBTASKS_DIR).join(name));
             if started {
-                run.progress.event("orphan_kept", || json!({"task": rel}), || {
-                    format!("warning: {rel} is no longer in DECOMPOSITION.md but has work in it; kept (delete it yourself if it is not needed)")
-                });
+                run.progress.event(&Event::OrphanKept { task: &rel });
             } else {
                 std::fs::remove_dir_all(parent_dir.join("subtasks").join(name))?;
-                run.progress.event(
-                    "orphan_removed",
-                    || json!({"task": rel}),
-                    || format!("- {rel}: no longer in DECOMPOSITION.md and never started; removed"),
-                );
+                run.progress.event(&Event::OrphanRemoved { task: &rel });
             }
         }
     }

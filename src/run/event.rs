@@ -1,0 +1,845 @@
+//! The events of a run, as one type. `orchestrate --json` prints each as one JSON object per
+//! line (serde builds it from the variant: its name in snake_case under `event`, its fields as
+//! they are named here; [`super::progress::Progress`] adds `ts`), and without `--json` the
+//! same event becomes the line people read ([`Event::human`]).
+//!
+//! The JSON form is a public contract that scripts parse: `docs/events.md` documents every
+//! event and field, and the tests below pin both the schema and that the document lists every
+//! variant. A field marked `#[serde(skip)]` is there only for the human line.
+
+use crate::process::group::Leftover;
+use serde::{Serialize, Serializer};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event<'a> {
+    /// The run begins to drive `task`.
+    RunStarted {
+        task: &'a str,
+        /// The agent command line, with any key in it redacted.
+        agent: &'a str,
+        adapter: &'a str,
+    },
+    /// `--jobs auto` with a VRAM budget: sub-tasks start while their needs fit.
+    JobsAuto {
+        weights: u64,
+        kv_bytes_per_token: u64,
+        budget: u64,
+    },
+    /// A git operation a killed run left half-done in a worktree was undone.
+    WorktreeReconciled {
+        #[serde(serialize_with = "path")]
+        worktree: &'a Path,
+    },
+    /// `--referee-again`: VERDICT.md was moved to `kept` so that the referee runs again.
+    VerdictArchived {
+        task: &'a str,
+        #[serde(serialize_with = "path")]
+        kept: &'a Path,
+        /// The `n` of `logs/VERDICT-<n>.md`.
+        #[serde(skip)]
+        n: u32,
+    },
+    /// A stop recorded by an earlier run was cleared, because the user named the task.
+    StopCleared {
+        task: &'a str,
+        #[serde(skip)]
+        reason: &'a str,
+    },
+    /// An artifact written by a phase run that never finished was moved aside.
+    IncompleteSetAside {
+        task: &'a str,
+        artifact: &'a str,
+        #[serde(serialize_with = "path")]
+        to: &'a Path,
+    },
+    /// The task's git worktree (isolation), made or found.
+    Workspace {
+        task: &'a str,
+        branch: &'a str,
+        #[serde(serialize_with = "path")]
+        worktree: &'a Path,
+    },
+    /// Files listed in `.worktreeinclude` were copied into a new worktree.
+    WorktreeInclude {
+        task: &'a str,
+        #[serde(serialize_with = "path")]
+        worktree: &'a Path,
+        #[serde(serialize_with = "paths")]
+        files: &'a [PathBuf],
+    },
+    /// The setup command starts in a new worktree.
+    SetupStarted(CheckStarted<'a>),
+    SetupFinished(CheckFinished<'a>),
+    /// An agent that an earlier, killed run left running was stopped.
+    LeftoverAgentStopped {
+        task: &'a str,
+        pid: Option<u64>,
+        /// `pid 123` or `Slurm job 45`.
+        what: &'a str,
+    },
+    PhaseStarted {
+        task: &'a str,
+        phase: &'a str,
+        attempt: u32,
+        #[serde(serialize_with = "path")]
+        log: &'a Path,
+    },
+    /// The run follows a Slurm job that an earlier, killed run submitted for this phase.
+    SlurmReattached {
+        task: &'a str,
+        phase: &'a str,
+        job: u64,
+    },
+    /// Something went wrong that does not stop the task: `message` says what.
+    Warning {
+        task: &'a str,
+        message: &'a str,
+    },
+    /// A `warning`: a sub-task's estimated peak context exceeds the max peak.
+    #[serde(rename = "warning")]
+    EstimateOverPeak {
+        task: &'a str,
+        /// Always `estimate exceeds max peak context`.
+        message: &'a str,
+        estimate: u64,
+        max_peak: u64,
+    },
+    /// A `warning`: processes of an agent's group outlived SIGKILL.
+    #[serde(rename = "warning")]
+    Leftovers {
+        task: &'a str,
+        /// Always `processes still alive after SIGKILL`.
+        message: &'a str,
+        #[serde(rename = "pids", serialize_with = "pids")]
+        leftovers: &'a [Leftover],
+        #[serde(skip)]
+        agent_pid: u32,
+    },
+    PhaseFinished {
+        task: &'a str,
+        phase: &'a str,
+        attempt: u32,
+        #[serde(serialize_with = "as_seconds")]
+        seconds: Duration,
+        /// How the agent ended, in words (`agent exited with status 0`, `phase timed out after 30m`).
+        end: &'a str,
+        contract_met: bool,
+        #[serde(serialize_with = "path")]
+        log: &'a Path,
+        agent: &'a str,
+        ok: Option<bool>,
+        error: Option<&'a str>,
+        session_id: Option<&'a str>,
+        model: Option<&'a str>,
+        input_tokens: Option<u64>,
+        output_tokens: Option<u64>,
+        cost_usd: Option<f64>,
+        /// The agent exited by itself, with status 0 or having met its contract: the phase's
+        /// outcome line says the rest, so this event has no human line then.
+        #[serde(skip)]
+        exited_fine: bool,
+    },
+    /// A phase removed or garbled `.state.frozen`; it was put back.
+    FrozenRestored {
+        task: &'a str,
+        phase: &'a str,
+        attempt: u32,
+        what: &'a str,
+    },
+    /// The phase's work was committed on the task's branch (isolation).
+    Committed {
+        task: &'a str,
+        phase: &'a str,
+        branch: &'a str,
+        commit: &'a str,
+    },
+    ArtifactValidated {
+        task: &'a str,
+        phase: &'a str,
+        artifact: &'a str,
+        #[serde(skip)]
+        duration: Duration,
+        /// `, 65,241 tokens, $0.2800` or empty.
+        #[serde(skip)]
+        usage: &'a str,
+    },
+    /// The verify command starts (after implement, at complete, or as a wave's integration
+    /// gate).
+    VerifyStarted(CheckStarted<'a>),
+    VerifyFinished(CheckFinished<'a>),
+    /// TEST_PLAN.md and the acceptance files it lists were frozen.
+    Frozen {
+        task: &'a str,
+        files: &'a [String],
+        #[serde(serialize_with = "path")]
+        root: &'a Path,
+        reason: FreezeReason,
+    },
+    /// A failed phase runs again after `backoff_seconds`.
+    PhaseRetry {
+        task: &'a str,
+        phase: &'a str,
+        attempt: u32,
+        failures: u32,
+        retries: u32,
+        kind: &'a str,
+        reason: &'a str,
+        rate_limited: bool,
+        #[serde(rename = "backoff_seconds", serialize_with = "as_seconds")]
+        backoff: Duration,
+        artifact_kept: Option<&'a str>,
+    },
+    /// A sub-task folder of the plan was created.
+    SubtaskCreated {
+        task: &'a str,
+        wave: u32,
+        depends_on: &'a [String],
+        estimate: Option<u64>,
+    },
+    /// PARENT_SPEC.md and VRAM_CONFIG.md of an unfinished sub-task were written again.
+    SubtaskRepaired {
+        task: &'a str,
+    },
+    /// A sub-task no longer in the plan, with work in it, was kept.
+    OrphanKept {
+        task: &'a str,
+    },
+    /// A sub-task no longer in the plan, never started, was removed.
+    OrphanRemoved {
+        task: &'a str,
+    },
+    VramDetected {
+        task: &'a str,
+        max_peak_context_kb: u64,
+        recommended_kb: u64,
+        source: &'a str,
+        /// The detection report as people read it.
+        #[serde(skip)]
+        block: &'a str,
+    },
+    /// The plan's sub-tasks exceed the context budget: DECOMPOSITION.md goes back once.
+    PlanSentBack {
+        task: &'a str,
+        max_peak: u64,
+        rows: Vec<&'a str>,
+    },
+    /// `wave` is null for a sub-task made by hand, not in a plan.
+    SubtaskStarted {
+        task: &'a str,
+        parent: &'a str,
+        wave: Option<u32>,
+    },
+    /// A sub-task's branch was merged into its parent's (isolation).
+    Merged {
+        task: &'a str,
+        branch: &'a str,
+        into: &'a str,
+    },
+    TaskComplete {
+        task: &'a str,
+    },
+    TaskStopped {
+        task: &'a str,
+        kind: &'a str,
+        reason: &'a str,
+    },
+    /// `--step`: one phase ran; `next` is the phase that runs next.
+    StepDone {
+        task: &'a str,
+        next: &'a str,
+    },
+    /// How the tasks the run was asked about stand.
+    Summary(crate::report::Summary),
+    /// The run ends: every task it was asked to drive is complete.
+    Complete {
+        task: &'a str,
+    },
+    /// The run ends after one step (`--step`).
+    Stepped {
+        task: &'a str,
+        exit_code: u8,
+    },
+    /// The run ends with a stop.
+    Stop {
+        task: &'a str,
+        kind: &'a str,
+        reason: &'a str,
+        exit_code: u8,
+    },
+}
+
+/// A command automaton runs itself (verify, setup) starts.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckStarted<'a> {
+    pub task: &'a str,
+    pub command: &'a str,
+    #[serde(serialize_with = "path")]
+    pub log: &'a Path,
+}
+
+/// A command automaton runs itself ended: `ok` is whether it passed.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckFinished<'a> {
+    pub task: &'a str,
+    /// Why it failed (the task's stop reason); none when it passed.
+    #[serde(rename = "ok", serialize_with = "passed")]
+    pub failure: Option<&'a str>,
+    #[serde(serialize_with = "path")]
+    pub log: &'a Path,
+}
+
+/// Which command automaton runs itself: it names the events (`verify_started`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    Verify,
+    Setup,
+}
+
+impl Check {
+    pub fn word(self) -> &'static str {
+        match self {
+            Check::Verify => "verify",
+            Check::Setup => "setup",
+        }
+    }
+
+    pub fn started(self, e: CheckStarted<'_>) -> Event<'_> {
+        match self {
+            Check::Verify => Event::VerifyStarted(e),
+            Check::Setup => Event::SetupStarted(e),
+        }
+    }
+
+    pub fn finished(self, e: CheckFinished<'_>) -> Event<'_> {
+        match self {
+            Check::Verify => Event::VerifyFinished(e),
+            Check::Setup => Event::SetupFinished(e),
+        }
+    }
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// Why the acceptance files were frozen: after the test_design phase, or because no record
+/// was there when a later phase was about to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FreezeReason {
+    TestDesign,
+    Missing,
+}
+
+impl Event<'_> {
+    /// The line people read for this event (on stderr), or none for an event that only
+    /// scripts need.
+    pub fn human(&self) -> Option<String> {
+        use Event::*;
+        Some(match self {
+            RunStarted {
+                task,
+                agent,
+                adapter,
+            } => match *adapter {
+                "command" => format!("automaton: driving {task} with `{agent}`"),
+                kind => format!("automaton: driving {task} with {kind}: `{agent}`"),
+            },
+            JobsAuto {
+                weights, budget, ..
+            } => format!(
+                "--jobs auto: sub-tasks start while the model's weights ({}) and their needs fit in {}",
+                super::vram::gb(*weights),
+                super::vram::gb(*budget)
+            ),
+            WorktreeReconciled { worktree } => format!(
+                "↻ {}: undid a git operation a killed run left unfinished",
+                worktree.display()
+            ),
+            VerdictArchived { task, n, .. } => format!(
+                "↻ {task}: VERDICT.md moved to {task}/logs/VERDICT-{n}.md; its referee runs again"
+            ),
+            StopCleared { task, reason } => format!("↻ {task}: retrying after: {reason}"),
+            IncompleteSetAside { task, artifact, to } => format!(
+                "↻ {task}: {artifact} was written by a phase run that did not finish; moved to {} and the phase runs again",
+                to.display()
+            ),
+            Workspace { .. } | Committed { .. } => return None,
+            WorktreeInclude { task, files, .. } => format!(
+                "  {task}: copied {} file{} listed in .worktreeinclude into its worktree",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" }
+            ),
+            SetupStarted(e) => e.human(Check::Setup),
+            VerifyStarted(e) => e.human(Check::Verify),
+            SetupFinished(e) => e.human(Check::Setup),
+            VerifyFinished(e) => e.human(Check::Verify),
+            LeftoverAgentStopped { task, what, .. } => format!(
+                "warning: {task}: stopped agent {what} that an earlier, killed run left running"
+            ),
+            PhaseStarted {
+                task,
+                phase,
+                attempt,
+                ..
+            } => format!("▶ {task}: {phase} (attempt {attempt})"),
+            SlurmReattached { task, phase, job } => format!(
+                "{task}: re-attached to Slurm job {job}, which an earlier, killed run submitted for {phase}"
+            ),
+            Warning { task, message } => format!("warning: {task}: {message}"),
+            EstimateOverPeak {
+                task,
+                estimate,
+                max_peak,
+                ..
+            } => format!(
+                "warning: {task}: estimated peak context {}k exceeds the max peak of {max_peak} tokens; consider splitting it in DECOMPOSITION.md",
+                estimate / 1000
+            ),
+            Leftovers {
+                task,
+                leftovers,
+                agent_pid,
+                ..
+            } => format!(
+                "warning: {task}: still alive after SIGKILL (agent pid {agent_pid}): {}",
+                leftovers
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            PhaseFinished {
+                exited_fine: true, ..
+            } => return None,
+            PhaseFinished {
+                task,
+                phase,
+                seconds,
+                end,
+                ..
+            } => format!(
+                "  {task}: {phase} ended after {:.1}s ({end})",
+                seconds.as_secs_f64()
+            ),
+            FrozenRestored {
+                task, phase, what, ..
+            } => format!("⚠ {task}: the {phase} phase {what} .state.frozen; put back"),
+            ArtifactValidated {
+                task,
+                phase,
+                artifact,
+                duration,
+                usage,
+            } => format!(
+                "✔ {task}: {phase} → {artifact} ({:.1}s{usage})",
+                duration.as_secs_f64()
+            ),
+            Frozen {
+                task,
+                files,
+                reason,
+                ..
+            } => format!(
+                "❄ {task}: froze TEST_PLAN.md{}{}",
+                if files.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {}", files.join(", "))
+                },
+                match reason {
+                    FreezeReason::TestDesign => "",
+                    FreezeReason::Missing => " (no .state.frozen was there)",
+                }
+            ),
+            PhaseRetry {
+                task,
+                phase,
+                attempt,
+                failures,
+                retries,
+                reason,
+                rate_limited,
+                backoff,
+                ..
+            } => format!(
+                "↻ {task}: {phase} failed (attempt {attempt}: {reason}); {}retry {failures} of {retries} in {}",
+                if *rate_limited { "rate-limited: " } else { "" },
+                super::agent::human_duration(*backoff)
+            ),
+            SubtaskCreated { task, wave, .. } => format!("+ {task} (wave {wave})"),
+            SubtaskRepaired { task } => {
+                format!("+ {task}: PARENT_SPEC.md and VRAM_CONFIG.md written (they were missing)")
+            }
+            OrphanKept { task } => format!(
+                "warning: {task} is no longer in DECOMPOSITION.md but has work in it; kept (delete it yourself if it is not needed)"
+            ),
+            OrphanRemoved { task } => {
+                format!("- {task}: no longer in DECOMPOSITION.md and never started; removed")
+            }
+            VramDetected { task, block, .. } => format!("{task}: {}", block.trim_end()),
+            PlanSentBack { task, max_peak, .. } => format!(
+                "↻ {task}: sub-tasks over the context budget of {max_peak} tokens; the plan goes back to the decomposition phase once"
+            ),
+            SubtaskStarted {
+                task,
+                wave: Some(wave),
+                ..
+            } => format!("▶ {task}: wave {wave} sub-task started"),
+            SubtaskStarted {
+                task, wave: None, ..
+            } => format!("▶ {task}: sub-task started (made by hand, not in a plan)"),
+            Merged { task, branch, into } => format!("⇢ {task}: merged {branch} into {into}"),
+            TaskComplete { task } => format!("✔ {task}: complete"),
+            TaskStopped { task, reason, .. } => format!("✘ {task}: {reason}"),
+            StepDone { task, next } => format!("■ {task}: one step done; {next} is next"),
+            // The command prints these itself, as the report that ends the run.
+            Summary(_) | Complete { .. } | Stepped { .. } | Stop { .. } => return None,
+        })
+    }
+}
+
+impl CheckStarted<'_> {
+    fn human(&self, what: Check) -> String {
+        format!("▶ {}: {what} `{}`", self.task, self.command)
+    }
+}
+
+impl CheckFinished<'_> {
+    fn human(&self, what: Check) -> String {
+        match self.failure {
+            None => format!("✔ {}: {what} passed", self.task),
+            Some(reason) => format!("✘ {}: {reason}", self.task),
+        }
+    }
+}
+
+/// A path as a JSON string; a name that is not UTF-8 is written lossily rather than failing
+/// the whole event.
+fn path<S: Serializer>(p: &&Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string_lossy())
+}
+
+fn paths<S: Serializer>(ps: &&[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ps.iter().map(|p| p.to_string_lossy()))
+}
+
+/// A duration as seconds, with a fraction.
+fn as_seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn pids<S: Serializer>(leftovers: &&[Leftover], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(leftovers.iter().map(|l| l.pid))
+}
+
+/// `ok`: true when there is no failure.
+fn passed<S: Serializer>(failure: &Option<&str>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_bool(failure.is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::progress::json_line;
+    use serde_json::Value;
+    use std::collections::BTreeSet;
+
+    /// `samples!(Variant => sample, ...)` lists one sample of every variant. The `match` it
+    /// builds has no wildcard, so a new variant does not compile until it is listed here with a
+    /// sample, and the snapshot below then shows its JSON for review.
+    macro_rules! samples {
+        ($($variant:ident => $sample:expr),* $(,)?) => {
+            fn samples() -> Vec<Event<'static>> {
+                let all = vec![$($sample),*];
+                for e in &all {
+                    match e {
+                        $(Event::$variant { .. } => {})*
+                    }
+                }
+                // Each sample is of the variant it is listed under.
+                let listed = [$(stringify!($variant)),*];
+                for (e, name) in all.iter().zip(listed) {
+                    let debug = format!("{e:?}");
+                    let rest = debug.strip_prefix(name).unwrap_or_default();
+                    assert!(
+                        rest.starts_with([' ', '(']),
+                        "{name} has a sample of another variant: {debug}"
+                    );
+                }
+                all
+            }
+        };
+    }
+
+    fn leftovers() -> &'static [Leftover] {
+        Box::leak(Box::new([
+            Leftover {
+                pid: 4242,
+                name: "sleep".into(),
+            },
+            Leftover {
+                pid: 4243,
+                name: "node".into(),
+            },
+        ]))
+    }
+
+    const T: &str = "tasks/auth";
+    const SUB: &str = "tasks/auth/subtasks/login";
+
+    fn p(s: &'static str) -> &'static Path {
+        Path::new(s)
+    }
+
+    samples! {
+        RunStarted => Event::RunStarted { task: T, agent: "claude -p", adapter: "claude" },
+        JobsAuto => Event::JobsAuto { weights: 8_000_000_000, kv_bytes_per_token: 131_072, budget: 24_000_000_000 },
+        WorktreeReconciled => Event::WorktreeReconciled { worktree: p("/p/.automaton/worktrees/auth") },
+        VerdictArchived => Event::VerdictArchived { task: T, kept: p("/p/tasks/auth/logs/VERDICT-2.md"), n: 2 },
+        StopCleared => Event::StopCleared { task: T, reason: "verify command `make test` failed" },
+        IncompleteSetAside => Event::IncompleteSetAside { task: T, artifact: "DESIGN.md", to: p("/p/tasks/auth/logs/incomplete/DESIGN-1.md") },
+        Workspace => Event::Workspace { task: T, branch: "automaton/auth", worktree: p("/p/.automaton/worktrees/auth") },
+        WorktreeInclude => Event::WorktreeInclude {
+            task: T,
+            worktree: p("/p/.automaton/worktrees/auth"),
+            files: Box::leak(Box::new([PathBuf::from(".env")])),
+        },
+        SetupStarted => Event::SetupStarted(CheckStarted { task: T, command: "npm ci", log: p("/p/tasks/auth/logs/setup-1.log") }),
+        SetupFinished => Event::SetupFinished(CheckFinished { task: T, failure: None, log: p("/p/tasks/auth/logs/setup-1.log") }),
+        LeftoverAgentStopped => Event::LeftoverAgentStopped { task: T, pid: Some(123), what: "pid 123" },
+        PhaseStarted => Event::PhaseStarted { task: T, phase: "research", attempt: 1, log: p("/p/tasks/auth/logs/research-1.log") },
+        SlurmReattached => Event::SlurmReattached { task: T, phase: "implement", job: 45 },
+        Warning => Event::Warning { task: T, message: "notify command exited with status 3" },
+        EstimateOverPeak => Event::EstimateOverPeak { task: SUB, message: "estimate exceeds max peak context", estimate: 90_000, max_peak: 64_000 },
+        Leftovers => Event::Leftovers { task: T, message: "processes still alive after SIGKILL", leftovers: leftovers(), agent_pid: 4240 },
+        PhaseFinished => Event::PhaseFinished {
+            task: T,
+            phase: "research",
+            attempt: 1,
+            seconds: Duration::from_millis(4_250),
+            end: "agent exited with status 1",
+            contract_met: false,
+            log: p("/p/tasks/auth/logs/research-1.log"),
+            agent: "claude",
+            ok: Some(false),
+            error: Some("rate_limit_error"),
+            session_id: Some("s-1"),
+            model: Some("claude-opus-5-5"),
+            input_tokens: Some(64_361),
+            output_tokens: Some(880),
+            cost_usd: Some(0.28),
+            exited_fine: false,
+        },
+        FrozenRestored => Event::FrozenRestored { task: T, phase: "implement", attempt: 2, what: "removed" },
+        Committed => Event::Committed { task: T, phase: "implement", branch: "automaton/auth", commit: "0123abcd" },
+        ArtifactValidated => Event::ArtifactValidated {
+            task: T,
+            phase: "research",
+            artifact: "RESEARCH.md",
+            duration: Duration::from_millis(4_250),
+            usage: ", 65,241 tokens, $0.2800",
+        },
+        VerifyStarted => Event::VerifyStarted(CheckStarted { task: T, command: "make test", log: p("/p/tasks/auth/logs/verify-1.log") }),
+        VerifyFinished => Event::VerifyFinished(CheckFinished {
+            task: T,
+            failure: Some("verify command `make test` failed (exited with status 2); see tasks/auth/logs/verify-1.log"),
+            log: p("/p/tasks/auth/logs/verify-1.log"),
+        }),
+        Frozen => Event::Frozen {
+            task: T,
+            files: Box::leak(Box::new(["tests/acceptance.sh".to_string()])),
+            root: p("/p"),
+            reason: FreezeReason::Missing,
+        },
+        PhaseRetry => Event::PhaseRetry {
+            task: T,
+            phase: "implement",
+            attempt: 1,
+            failures: 1,
+            retries: 2,
+            kind: "agent_failed",
+            reason: "agent exited with status 1",
+            rate_limited: true,
+            backoff: Duration::from_secs(2),
+            artifact_kept: Some("/p/tasks/auth/logs/failed/IMPLEMENTATION-1.md"),
+        },
+        SubtaskCreated => Event::SubtaskCreated {
+            task: SUB,
+            wave: 2,
+            depends_on: Box::leak(Box::new(["parse-config".to_string()])),
+            estimate: Some(12_000),
+        },
+        SubtaskRepaired => Event::SubtaskRepaired { task: SUB },
+        OrphanKept => Event::OrphanKept { task: SUB },
+        OrphanRemoved => Event::OrphanRemoved { task: SUB },
+        VramDetected => Event::VramDetected {
+            task: T,
+            max_peak_context_kb: 12_000,
+            recommended_kb: 16_000,
+            source: "nvml",
+            block: "## VRAM Detection Results\n- GPU VRAM: 8 GB\n",
+        },
+        PlanSentBack => Event::PlanSentBack { task: T, max_peak: 64_000, rows: vec!["login", "logout"] },
+        SubtaskStarted => Event::SubtaskStarted { task: SUB, parent: T, wave: Some(1) },
+        Merged => Event::Merged { task: SUB, branch: "automaton/auth/login", into: "automaton/auth" },
+        TaskComplete => Event::TaskComplete { task: T },
+        TaskStopped => Event::TaskStopped { task: T, kind: "verdict_failed", reason: "the referee said FAIL" },
+        StepDone => Event::StepDone { task: T, next: "design" },
+        Summary => Event::Summary(crate::report::Summary { complete: 2, waiting: 1, not_started: 0, in_progress: 1 }),
+        Complete => Event::Complete { task: T },
+        Stepped => Event::Stepped { task: T, exit_code: 25 },
+        Stop => Event::Stop { task: T, kind: "verdict_failed", reason: "the referee said FAIL", exit_code: 10 },
+    }
+
+    /// Shapes that differ by a field's value, beyond the one sample of each variant.
+    fn more_samples() -> Vec<Event<'static>> {
+        vec![
+            Event::SubtaskStarted {
+                task: SUB,
+                parent: T,
+                wave: None,
+            },
+            Event::PhaseFinished {
+                task: T,
+                phase: "design",
+                attempt: 1,
+                seconds: Duration::from_millis(1_500),
+                end: "agent exited with status 0",
+                contract_met: true,
+                log: p("/p/tasks/auth/logs/design-1.log"),
+                agent: "command",
+                ok: None,
+                error: None,
+                session_id: None,
+                model: None,
+                input_tokens: None,
+                output_tokens: None,
+                cost_usd: None,
+                exited_fine: true,
+            },
+            Event::Frozen {
+                task: T,
+                files: &[],
+                root: p("/p"),
+                reason: FreezeReason::TestDesign,
+            },
+            Event::RunStarted {
+                task: T,
+                agent: "./agent.sh",
+                adapter: "command",
+            },
+        ]
+    }
+
+    fn type_of(v: &Value) -> String {
+        match v {
+            Value::Null => "null".into(),
+            Value::Bool(_) => "bool".into(),
+            Value::Number(_) => "number".into(),
+            Value::String(_) => "string".into(),
+            Value::Array(a) => match a.first() {
+                Some(first) => format!("[{}]", type_of(first)),
+                None => "[]".into(),
+            },
+            Value::Object(_) => "object".into(),
+        }
+    }
+
+    /// The stream's schema and the human lines, pinned: a renamed field, a changed type or a
+    /// changed line shows as a snapshot difference.
+    #[test]
+    fn every_event_has_a_pinned_json_form_and_human_line() {
+        let mut out = String::new();
+        for e in samples().iter().chain(&more_samples()) {
+            let line = json_line(e, 1_700_000_000.5);
+            let value: Value = serde_json::from_str(&line).expect("valid JSON");
+            let map = value.as_object().expect("an object");
+            let types: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{k}: {}", type_of(v)))
+                .collect();
+            out.push_str(&format!(
+                "{}\n  types: {}\n  json:  {line}\n  human: {}\n",
+                map["event"].as_str().expect("event name"),
+                types.join(", "),
+                e.human()
+                    .as_deref()
+                    .unwrap_or("(none)")
+                    .replace('\n', "\n         ")
+            ));
+        }
+        insta::assert_snapshot!("events", out);
+    }
+
+    /// The names of the events, as the stream writes them.
+    fn names() -> BTreeSet<String> {
+        samples()
+            .iter()
+            .map(|e| match serde_json::to_value(e).expect("serializes") {
+                Value::Object(map) => map["event"].as_str().expect("a name").to_string(),
+                other => panic!("not an object: {other}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_documented_events_are_the_events() {
+        let doc = include_str!("../../docs/events.md");
+        // Rows of the events table: "| `name` | fields | meaning |".
+        let documented: BTreeSet<String> = doc
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once("` |"))
+            .map(|(name, _)| name.to_string())
+            .collect();
+        let names = names();
+        let undocumented: Vec<_> = names.difference(&documented).collect();
+        let unknown: Vec<_> = documented.difference(&names).collect();
+        assert!(
+            undocumented.is_empty() && unknown.is_empty(),
+            "docs/events.md lacks {undocumented:?}; it lists {unknown:?}, which are no events"
+        );
+    }
+
+    /// Every field a row of docs/events.md names for an event is a key of its JSON, and every
+    /// key is named there.
+    #[test]
+    fn the_documented_fields_are_the_fields() {
+        let doc = include_str!("../../docs/events.md");
+        let mut fields: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
+        for e in samples().iter().chain(&more_samples()) {
+            let Value::Object(map) = serde_json::to_value(e).expect("serializes") else {
+                panic!("not an object");
+            };
+            let name = map["event"].as_str().expect("a name").to_string();
+            fields
+                .entry(name)
+                .or_default()
+                .extend(map.keys().filter(|k| *k != "event").cloned());
+        }
+        for (name, keys) in fields {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{name}` |")))
+                .unwrap_or_else(|| panic!("no row for {name}"));
+            let cell = row.split(" | ").nth(1).expect("a fields cell");
+            // Each key must appear in the row's fields cell as a code span.
+            let named: BTreeSet<String> = keys
+                .iter()
+                .filter(|k| cell.contains(&format!("`{k}`")))
+                .cloned()
+                .collect();
+            let missing: Vec<_> = keys.difference(&named).collect();
+            assert!(
+                missing.is_empty(),
+                "docs/events.md: {name} lacks {missing:?}"
+            );
+        }
+    }
+}
