@@ -112,12 +112,7 @@ pub fn drive_keeping(
     // A sub-task named on the command line follows its parent's plan like any other: it may
     // not skip an unfinished or failed dependency, an earlier wave or an integration gate.
     if explicit && let Some(reason) = not_ready(run, rel) {
-        run.progress.event(
-            "task_stopped",
-            || json!({"task": rel, "kind": StopKind::NotReady.word(), "reason": reason}),
-            || format!("✘ {rel}: {reason}"),
-        );
-        return Ok(stopped(StopKind::NotReady, reason));
+        return stop_task(run, rel, &dir, StopKind::NotReady, reason);
     }
     #[cfg(debug_assertions)]
     panic_for_tests(rel);
