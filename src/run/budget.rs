@@ -7,7 +7,6 @@
 use super::adapter::StreamUsage;
 use super::{Run, StopKind};
 use crate::decide::{Budget, Spend};
-use crate::settings::{Key, Settings};
 use crate::store::journal;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -23,10 +22,11 @@ pub struct Budgets {
 }
 
 impl Budgets {
-    pub fn from_settings(settings: &Settings) -> Self {
+    /// `task`: `Budget per task`; `run`: `Budget per run`; nothing spent yet.
+    pub fn new(task: Budget, run: Budget) -> Self {
         Budgets {
-            task: settings.budget(Key::BudgetPerTask),
-            run: settings.budget(Key::BudgetPerRun),
+            task,
+            run,
             spent: Mutex::new(Spend::default()),
         }
     }

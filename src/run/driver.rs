@@ -12,7 +12,6 @@ use crate::decide::{
 };
 use crate::fsx::write_atomic;
 use crate::git::Merge;
-use crate::settings::Key;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::snapshot::content_hash;
@@ -58,7 +57,7 @@ fn load(run: &Run<'_>, rel: &str) -> TaskTree {
 
 /// `tree` with the gates of `Approve before` applied.
 fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
-    tree.apply_gates(&crate::report::approval_gates(run.settings));
+    tree.apply_gates(&run.cfg.approve_before);
     tree
 }
 
@@ -977,7 +976,7 @@ fn workspace(
         Ok(_) => {}
         Err(e) => return Ok(setup_failed(&e)),
     }
-    if let Some(cmd) = run.settings.text(Key::SetupCommand)
+    if let Some(cmd) = run.cfg.setup_command.as_deref()
         && let Some((kind, reason)) = super::phase::run_setup(run, cmd, rel, dir, &ws)?
     {
         let reason = if kind == StopKind::Isolation {
@@ -1060,7 +1059,7 @@ fn ready_rows(
     let is_blocked = |name: &str| blocked.iter().any(|(b, _)| b == name);
     // Seed 001: no sub-task of a wave starts before every sub-task of the earlier waves is
     // complete or blocked (`- **Wave barrier**: dependencies` only waits for its own).
-    let strict = run.settings.text(Key::WaveBarrier) != Some("dependencies");
+    let strict = run.cfg.wave_barrier == super::config::WaveBarrier::Strict;
     let earlier_done =
         |wave: u32| {
             !strict
@@ -1255,8 +1254,7 @@ fn run_waves(
                             .first()
                             .map_or("?", |n| n.state().word());
                         super::notify::send(
-                            run.settings,
-                            run.progress,
+                            run,
                             &super::notify::Notice {
                                 event: "awaiting_approval",
                                 task: &child_rel,

@@ -4,6 +4,7 @@
 pub mod adapter;
 pub mod agent;
 pub mod budget;
+pub mod config;
 pub mod driver;
 pub mod executor;
 pub mod isolation;
@@ -50,7 +51,7 @@ pub enum RunError {
 pub type Result<T, E = RunError> = std::result::Result<T, E>;
 
 /// Caps and grace periods of a run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub iterations: u64,
     pub phase: Duration,
@@ -62,8 +63,15 @@ pub struct Limits {
 }
 
 /// Everything a run shares across tasks and threads.
+///
+/// The knobs come from [`config::RunConfig`], resolved once before the run: `cfg` holds them
+/// all, and `config`, `limits`, `verify_command`, `retries` and `retry_backoff` are copies of
+/// its fields for the code that reads them directly. `settings` is kept for the project's
+/// folder and its layered files (prompts, contracts, `.rules.md`, the VRAM detection), never
+/// for a knob.
 pub struct Run<'a> {
     pub settings: &'a Settings,
+    pub cfg: &'a config::RunConfig,
     pub config: PhaseConfig,
     pub agent_command: &'a str,
     /// How the agent's output is read back (failure signal, usage).

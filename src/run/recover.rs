@@ -73,7 +73,7 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
         }
     }
     let mut tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
-    tree.apply_gates(&crate::report::approval_gates(run.settings));
+    tree.apply_gates(&run.cfg.approve_before);
     for node in &tree.nodes {
         let state = node.state();
         let unverified =

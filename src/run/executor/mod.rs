@@ -18,6 +18,7 @@ pub mod slurm;
 pub mod tmux;
 
 use super::agent::AgentSpec;
+use super::config::ExecutorKind;
 use crate::process::zygote::Refused;
 use crate::process::{Event, Group, Leader, Leftover, Options, Output};
 use std::ffi::OsString;
@@ -247,19 +248,19 @@ impl Running for Group<'_> {
 }
 
 /// The executor `- **Executor**:` names, for the project at `project`.
-pub fn for_word(
-    word: &str,
+pub fn for_kind(
+    kind: ExecutorKind,
     project: &Path,
     slurm_options: Option<&str>,
     slurm_gres: Option<&str>,
 ) -> io::Result<Box<dyn Executor>> {
-    Ok(match word {
-        "tmux" => Box::new(tmux::Tmux::for_project(project)?),
-        "slurm" => Box::new(slurm::Slurm::new(
+    Ok(match kind {
+        ExecutorKind::Tmux => Box::new(tmux::Tmux::for_project(project)?),
+        ExecutorKind::Slurm => Box::new(slurm::Slurm::new(
             slurm_options.unwrap_or(""),
             slurm_gres.unwrap_or(""),
         )?),
-        _ => Box::new(Local),
+        ExecutorKind::Local => Box::new(Local),
     })
 }
 
