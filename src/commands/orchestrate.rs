@@ -146,7 +146,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         cfg.slurm_gres.as_deref(),
     )
     .map_err(|e| Error::Input(e.to_string()))?;
-    if executor.name() == "local" {
+    if executor.agents_are_children() {
         crate::process::zygote::prestart();
     }
     // In a worktree, the agent must still write its artifact in the task folder.

@@ -84,6 +84,15 @@ pub trait Adapter: Send + Sync {
         true
     }
 
+    /// Whether the agent reports its usage while it runs ([`Adapter::feed_usage`]), so that a
+    /// budget can stop a phase before it ends.
+    fn streams_usage(&self) -> bool {
+        false
+    }
+
+    /// Take in one complete output line for the usage streamed so far.
+    fn feed_usage(&self, _usage: &mut StreamUsage, _line: &str) {}
+
     /// A short form of one output line for the live progress line (JSON streams are summarised).
     fn live_line(&self, line: &str) -> String {
         line.to_string()
@@ -296,6 +305,12 @@ impl Adapter for Claude {
     fn parse(&self, output: &str) -> PhaseReport {
         parse_claude(output)
     }
+    fn streams_usage(&self) -> bool {
+        true
+    }
+    fn feed_usage(&self, usage: &mut StreamUsage, line: &str) {
+        usage.feed_claude(line);
+    }
     fn live_line(&self, line: &str) -> String {
         summarise_json(line, |v| {
             let kind = v.get("type")?.as_str()?;
@@ -438,6 +453,12 @@ impl Adapter for Codex {
     fn parse(&self, output: &str) -> PhaseReport {
         parse_codex(output)
     }
+    fn streams_usage(&self) -> bool {
+        true
+    }
+    fn feed_usage(&self, usage: &mut StreamUsage, line: &str) {
+        usage.feed_codex(line);
+    }
     fn live_line(&self, line: &str) -> String {
         summarise_json(line, |v| {
             let kind = v.get("type")?.as_str()?;
@@ -573,27 +594,39 @@ pub struct StreamUsage {
 }
 
 impl StreamUsage {
-    /// Take in one complete output line of an agent of kind `agent` (`claude`, ...).
+    /// Take in one complete output line of an agent of kind `agent` (`claude`, `codex`,
+    /// `aider`; another word takes in nothing). The run feeds lines through its adapter
+    /// ([`Adapter::feed_usage`]) instead.
     pub fn feed(&mut self, agent: &str, line: &str) {
+        match agent {
+            "claude" => self.feed_claude(line),
+            "codex" => self.feed_codex(line),
+            "aider" => self.feed_aider(line),
+            _ => {}
+        }
+    }
+
+    /// aider's `Tokens:` lines.
+    pub fn feed_aider(&mut self, line: &str) {
         let t = line.trim();
-        if agent == "aider" {
-            if t.starts_with("Tokens: ") {
-                let r = parse_aider(t);
-                self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
-                if let Some(c) = r.cost_usd {
-                    self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
-                }
+        if t.starts_with("Tokens: ") {
+            let r = parse_aider(t);
+            self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
+            if let Some(c) = r.cost_usd {
+                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
             }
-            return;
         }
-        if !t.starts_with('{') {
-            return;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(t) else {
+    }
+
+    /// Claude's `assistant` messages (each API call's usage, counted once per message id),
+    /// then its `result` (the totals and the cost).
+    pub fn feed_claude(&mut self, line: &str) {
+        let t = line.trim();
+        let Some(v) = json_object(t) else {
             return;
         };
-        match (agent, v.get("type").and_then(Value::as_str)) {
-            ("claude", Some("assistant")) => {
+        match event_type(&v) {
+            Some("assistant") => {
                 let Some(u) = v.pointer("/message/usage") else {
                     return;
                 };
@@ -617,16 +650,21 @@ impl StreamUsage {
                     *seen = n;
                 }
             }
-            ("claude", Some("result")) => {
+            Some("result") => {
                 let r = parse_claude(t);
                 self.final_tokens = r.tokens();
                 self.cost_usd = r.cost_usd;
             }
-            ("codex", Some("turn.completed")) => {
-                let r = parse_codex(t);
-                self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
-            }
             _ => {}
+        }
+    }
+
+    /// Codex's `turn.completed` events.
+    pub fn feed_codex(&mut self, line: &str) {
+        let t = line.trim();
+        if json_object(t).is_some_and(|v| event_type(&v) == Some("turn.completed")) {
+            let r = parse_codex(t);
+            self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
         }
     }
 
@@ -637,6 +675,19 @@ impl StreamUsage {
             usd: self.cost_usd.unwrap_or(0.0),
         }
     }
+}
+
+/// A line that is a JSON object, parsed (an agent's stderr shares its output).
+fn json_object(line: &str) -> Option<Value> {
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(line).ok()
+}
+
+/// The `type` of a JSON event.
+fn event_type(v: &Value) -> Option<&str> {
+    v.get("type").and_then(Value::as_str)
 }
 
 /// Codex passes a provider's error body through as its message: keep the message inside
@@ -668,6 +719,12 @@ impl Adapter for Aider {
     }
     fn parse(&self, output: &str) -> PhaseReport {
         parse_aider(output)
+    }
+    fn streams_usage(&self) -> bool {
+        true
+    }
+    fn feed_usage(&self, usage: &mut StreamUsage, line: &str) {
+        usage.feed_aider(line);
     }
 }
 

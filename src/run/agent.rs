@@ -197,7 +197,7 @@ pub fn run_agent_on(
         // A local (or tmux) agent dies with the machine, so after a power cut there is
         // nothing for the pid file to name: rename only. A slurm job runs elsewhere and
         // outlives this machine, so its id must survive: fsync (see `fsx`).
-        let durability = if executor.name() == "slurm" {
+        let durability = if !executor.runs_on_this_host() {
             crate::fsx::Durability::Durable
         } else {
             crate::fsx::Durability::Rebuildable

@@ -104,8 +104,8 @@ struct WatchState {
 impl<'r, 'a> Watch<'r, 'a> {
     /// `None` when no budget is set or the adapter streams no usage.
     pub fn new(run: &'r Run<'a>, task_dir: &Path, log: &Path) -> Option<Self> {
-        let streams = matches!(run.adapter.name(), "claude" | "codex" | "aider");
-        if !streams || !(run.budgets.task.is_set() || run.budgets.run.is_set()) {
+        if !run.adapter.streams_usage() || !(run.budgets.task.is_set() || run.budgets.run.is_set())
+        {
             return None;
         }
         // The log is appended to: only what this attempt writes counts.
@@ -137,10 +137,11 @@ impl<'r, 'a> Watch<'r, 'a> {
         let Ok(n) = read else { return };
         st.offset += n as u64;
         st.partial.extend_from_slice(&fresh);
-        let agent = self.run.adapter.name();
         while let Some(i) = st.partial.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = st.partial.drain(..=i).collect();
-            st.usage.feed(agent, &String::from_utf8_lossy(&line));
+            self.run
+                .adapter
+                .feed_usage(&mut st.usage, &String::from_utf8_lossy(&line));
         }
         let now = st.usage.spend();
         let budgets = &self.run.budgets;

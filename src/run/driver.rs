@@ -1119,7 +1119,7 @@ fn run_waves(
     // VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
     // before the first wave starts, with the numbers.
     if let Some(gate) = &run.vram
-        && matches!(run.executor.name(), "local" | "tmux")
+        && run.executor.runs_on_this_host()
     {
         let refused: Vec<String> = plan
             .rows

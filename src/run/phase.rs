@@ -160,7 +160,7 @@ pub(super) fn stop_leftover_agent(
 /// The job and attempt to re-attach to: `logs/agent.pid` names a Slurm job whose log is this
 /// phase's (`<phase>-<n>.log`, still there), and this run submits to Slurm too.
 fn reattachable_job(run: &Run<'_>, phase: Phase, logs: &Path) -> Option<(u64, u32)> {
-    if run.executor.name() != "slurm" {
+    if !run.executor.can_reattach() {
         return None;
     }
     let (id, log) = super::executor::slurm_record(&logs.join("agent.pid"))?;
@@ -323,8 +323,8 @@ pub fn run_phase_noted(
         }
         let _slot = run.slots.acquire(run.cancel);
         // With Slurm the need is a GRES request instead: the cluster packs the jobs.
-        let _vram = match (&run.vram, run.executor.name()) {
-            (Some(gate), "local" | "tmux") => match gate.need(task_dir) {
+        let _vram = match &run.vram {
+            Some(gate) if run.executor.runs_on_this_host() => match gate.need(task_dir) {
                 Some(need) => gate
                     .admit(task_rel, need, run.cancel)
                     .map_err(std::io::Error::other)?,
