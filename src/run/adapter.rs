@@ -79,7 +79,8 @@ pub trait Adapter: Send + Sync {
     /// Read what the agent printed during one phase (its stdout and stderr, interleaved).
     fn parse(&self, output: &str) -> PhaseReport;
 
-    /// Whether [`Adapter::parse`] finds anything at all: when not, the log is not read back.
+    /// Whether [`Adapter::parse`] finds anything at all: when not, the output is not kept for
+    /// it nor the log read back.
     fn reads_output(&self) -> bool {
         true
     }
@@ -197,6 +198,55 @@ pub fn parse_log(adapter: &dyn Adapter, log: &Path) -> PhaseReport {
             error: Some(format!("cannot read {}: {e}", log.display())),
             ..PhaseReport::default()
         },
+    }
+}
+
+/// Most of a phase's output kept in memory for [`CapturedOutput::report`]; a phase that
+/// printed more has its log read back instead ([`parse_log`] keeps the end of it).
+pub const MAX_CAPTURED_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a phase's agent printed, kept as the runner hands it over, so that the adapter parses
+/// the phase's report from memory instead of reading the log back after the phase.
+#[derive(Debug, Default)]
+pub struct CapturedOutput {
+    bytes: Vec<u8>,
+    /// Whether the adapter reads output at all (nothing is kept for the `command` adapter).
+    keep: bool,
+    /// More than [`MAX_CAPTURED_BYTES`] came: the bytes were dropped.
+    overflowed: bool,
+}
+
+impl CapturedOutput {
+    pub fn new(adapter: &dyn Adapter) -> Self {
+        CapturedOutput {
+            keep: adapter.reads_output(),
+            ..CapturedOutput::default()
+        }
+    }
+
+    /// Keep a chunk of output.
+    pub fn push(&mut self, chunk: &[u8]) {
+        if !self.keep || self.overflowed {
+            return;
+        }
+        if self.bytes.len() + chunk.len() > MAX_CAPTURED_BYTES {
+            self.overflowed = true;
+            self.bytes = Vec::new();
+            return;
+        }
+        self.bytes.extend_from_slice(chunk);
+    }
+
+    /// The phase's report from the kept output, or from its `log` when the output was too
+    /// large to keep.
+    pub fn report(&self, adapter: &dyn Adapter, log: &Path) -> PhaseReport {
+        if !adapter.reads_output() {
+            return PhaseReport::default();
+        }
+        if self.overflowed || !self.keep {
+            return parse_log(adapter, log);
+        }
+        adapter.parse(&String::from_utf8_lossy(&self.bytes))
     }
 }
 
@@ -891,6 +941,42 @@ mod tests {
             "Tokens: 2.5k sent, 120 received. Cost: $0.01 message, $0.02 session.",
         );
         assert_eq!(a.spend().tokens, 2620);
+    }
+
+    /// The report parsed from the output kept in memory is the one parsed from the log; a
+    /// phase that printed more than is kept has its log read back.
+    #[test]
+    fn captured_output_reports_as_the_log_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("implement-1.log");
+        let stream = concat!(
+            r#"{"type":"system","subtype":"init","session_id":"s1","model":"m"}"#,
+            "\nwarning on stderr\n",
+            r#"{"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":7,"output_tokens":3},"total_cost_usd":0.5}"#,
+            "\n"
+        );
+        std::fs::write(&log, stream).unwrap();
+        let mut kept = CapturedOutput::new(&Claude);
+        // Chunks cut anywhere, as the runner hands them over.
+        for chunk in stream.as_bytes().chunks(7) {
+            kept.push(chunk);
+        }
+        let from_log = parse_log(&Claude, &log);
+        assert_eq!(from_log.tokens(), Some(10));
+        assert_eq!(kept.report(&Claude, &dir.path().join("gone.log")), from_log);
+
+        let mut big = CapturedOutput::new(&Claude);
+        big.push(&vec![b'x'; MAX_CAPTURED_BYTES]);
+        big.push(b"\n");
+        assert_eq!(
+            big.report(&Claude, &log),
+            from_log,
+            "read back from the log"
+        );
+
+        let mut none = CapturedOutput::new(&CommandAdapter);
+        none.push(stream.as_bytes());
+        assert_eq!(none.report(&CommandAdapter, &log), PhaseReport::default());
     }
 
     #[test]
