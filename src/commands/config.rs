@@ -14,8 +14,11 @@ pub fn invalid_warnings(settings: &Settings) -> Vec<String> {
 }
 
 pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
-    // A bad value is shown in the listing, not fatal (orchestrate refuses it).
+    // A bad value in a file is shown in the listing at its line, not fatal (orchestrate
+    // refuses it); a bad environment variable is an error naming it (exit 1), as for
+    // orchestrate.
     let settings = Settings::load_lenient(&ctx.project)?;
+    settings.check_env()?;
     for w in settings.warnings.iter().chain(&invalid_warnings(&settings)) {
         eprintln!("warning: {w}");
     }

@@ -7,9 +7,10 @@ use crate::exit;
 use crate::names;
 use crate::report::{self, Summary, phase_config, render_report, task_view};
 use crate::run::agent;
+use crate::run::config::RunConfig;
 use crate::run::event::Event;
 use crate::run::progress::{self, Progress};
-use crate::run::{Limits, Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
+use crate::run::{Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
 use crate::settings::{Key, Origin, Settings};
 use crate::state::{Phase, PhaseConfig, State};
 use crate::store::lock;
@@ -87,23 +88,15 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let _lock = lock::acquire(&ctx.project)?;
     let cancel = agent::install_signal_handlers().map_err(Error::Signals)?;
     let progress = Progress::new(args.run.json, args.run.quiet, |tty| ctx.colors(tty));
-    let limits = Limits {
-        iterations: settings.count(Key::MaxIterations),
-        phase: settings.duration(Key::MaxPhaseTime),
-        total: settings.duration(Key::MaxTotalTime),
-        stall: settings.duration(Key::StallTimeout),
-        jobs: settings.count(Key::Jobs).clamp(1, 256) as usize,
-        contract_grace: settings.duration(Key::ContractGrace),
-        kill_grace: settings.duration(Key::KillGrace),
-    };
+    // Every knob of the run, from the settings (flags applied), once.
+    let mut cfg = RunConfig::resolve(&settings);
     // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
-    let admission = crate::run::vram::Admission::from_settings(&settings, vram.gpu_vram_gb);
+    let admission = crate::run::vram::Admission::configured(&cfg.vram, vram.gpu_vram_gb);
     // `--jobs auto`: as many at once as VRAM admits (the gate decides, or Slurm packs the
     // GRES requests); without a local model's figures, one per CPU.
-    let mut limits = limits;
     if args.run.jobs.as_deref() == Some("auto") {
-        limits.jobs = match &admission {
+        cfg.limits.jobs = match &admission {
             Some(gate) => {
                 progress.event(&Event::JobsAuto {
                     weights: gate.weights,
@@ -121,10 +114,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
             }
         };
     }
-    let isolation = match isolation::Mode::resolve(
-        settings.text(Key::Isolation).unwrap_or("auto"),
-        &ctx.project,
-    ) {
+    let isolation = match isolation::Mode::resolve(cfg.isolation, &ctx.project) {
         isolation::Mode::Worktree => {
             let iso =
                 isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?;
@@ -136,14 +126,14 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         }
         isolation::Mode::None => None,
     };
-    let executor = crate::run::executor::for_word(
-        settings.text(Key::Executor).unwrap_or("local"),
+    let executor = crate::run::executor::for_kind(
+        cfg.executor,
         &ctx.project,
-        settings.text(Key::SlurmOptions),
-        settings.text(Key::SlurmGres),
+        cfg.slurm_options.as_deref(),
+        cfg.slurm_gres.as_deref(),
     )
     .map_err(|e| Error::Input(e.to_string()))?;
-    if executor.name() == "local" {
+    if executor.agents_are_children() {
         crate::process::zygote::prestart();
     }
     // In a worktree, the agent must still write its artifact in the task folder.
@@ -155,12 +145,14 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         ),
         None => agent_command,
     };
+    let limits = cfg.limits;
     let run = Run {
         settings: &settings,
-        config,
+        cfg: &cfg,
+        config: cfg.phases,
         agent_command: &agent_command,
         adapter,
-        verify_command: settings.text(Key::VerifyCommand),
+        verify_command: cfg.verify_command.as_deref(),
         limits,
         // A cap too far to represent means no cap.
         deadline: Instant::now()
@@ -173,9 +165,9 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         slots: Slots::new(limits.jobs).map_err(Error::Io)?,
         isolation: isolation.as_ref(),
         step: args.step,
-        budgets: crate::run::budget::Budgets::from_settings(&settings),
-        retries: u32::try_from(settings.count(Key::Retries)).unwrap_or(u32::MAX),
-        retry_backoff: settings.duration(Key::RetryBackoff),
+        budgets: crate::run::budget::Budgets::new(cfg.budget_per_task, cfg.budget_per_run),
+        retries: cfg.retries,
+        retry_backoff: cfg.retry_backoff,
         executor: executor.as_ref(),
         vram: admission,
         ports: crate::run::ports::Ports::new(),
@@ -217,7 +209,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         tree.apply_gates(&gates);
         tree
     });
-    tree.waves = crate::run::wave_rules(&settings, run.isolation.is_some());
+    tree.waves = crate::run::wave_rules(run.cfg, run.isolation.is_some());
     tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     finish(&tree, &prefix, &progress, &rel, outcome, args.step)
@@ -239,8 +231,7 @@ fn notify_outcome(run: &Run<'_>, tree: &TaskTree, rel: &str, outcome: &Outcome, 
         ),
     };
     notify::send(
-        run.settings,
-        run.progress,
+        run,
         &notify::Notice {
             event,
             task: rel,

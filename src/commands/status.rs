@@ -18,7 +18,8 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     let mut tree = TaskTree::load(&ctx.project, &phase_config(&settings));
     tree.apply_gates(&gates);
     tree.budget = Some(settings.budget(crate::settings::Key::BudgetPerTask));
-    tree.waves = crate::run::wave_rules(&settings, isolated(&settings, &ctx.project));
+    let cfg = crate::run::config::RunConfig::resolve(&settings);
+    tree.waves = crate::run::wave_rules(&cfg, isolated(&cfg, &ctx.project));
     print_warnings(&tree.warnings);
     let prefix = ctx.command_prefix();
     // Auto-Execute says what `orchestrate` would do: run the next steps (Autopilot: Enabled),
@@ -98,9 +99,7 @@ fn print_vram_needs(settings: &Settings, tree: &TaskTree) -> super::Result<()> {
 /// Whether a run here would isolate its tasks in worktrees (`- **Isolation**`, `auto` by
 /// whether the project is in a git repository); asked only where it matters: with a verify
 /// command, whose integration gates then hold later waves.
-fn isolated(settings: &Settings, project: &std::path::Path) -> bool {
+fn isolated(cfg: &crate::run::config::RunConfig, project: &std::path::Path) -> bool {
     use crate::run::isolation::Mode;
-    use crate::settings::Key;
-    settings.text(Key::VerifyCommand).is_some()
-        && Mode::resolve(settings.text(Key::Isolation).unwrap_or("auto"), project) == Mode::Worktree
+    cfg.verify_command.is_some() && Mode::resolve(cfg.isolation, project) == Mode::Worktree
 }

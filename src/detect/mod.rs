@@ -146,8 +146,13 @@ fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
                     .to_string(),
             ),
             Some((path, _)) => {
-                match script::run(&path, &settings.project, env.script_timeout)
-                    .and_then(|out| script::parse(&out))
+                match script::run(
+                    &path,
+                    &settings.project,
+                    env.script_timeout,
+                    settings.duration(Key::KillGrace),
+                )
+                .and_then(|out| script::parse(&out))
                 {
                     Ok(out) => {
                         return from_script(&out, &model, headroom_cfg, env, warnings);

@@ -15,9 +15,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const TIMEOUT_VAR: &str = "AUTOMATON_VRAM_SCRIPT_TIMEOUT";
 /// Most output kept from the script (stdout and stderr each).
 const MAX_OUTPUT: usize = 64 * 1024;
-/// Between TERM and KILL when the script is stopped; `AUTOMATON_KILL_GRACE` overrides it, as
-/// for agents.
-const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(5);
 
 /// The values a script may print (the seed's keys). Missing keys are filled in by the detector.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,17 +35,19 @@ pub fn parse_timeout(raw: Option<&str>) -> Option<Duration> {
 }
 
 /// Run `sh <script>` in `cwd`; its stdout, or why it did not answer. A stop signal to
-/// automaton stops the script's group and exits with 130.
-pub fn run(script: &Path, cwd: &Path, timeout: Duration) -> Result<String, String> {
+/// automaton stops the script's group and exits with 130. `kill_grace` is the time between
+/// TERM and KILL when the script is stopped (`AUTOMATON_KILL_GRACE`, as for agents).
+pub fn run(
+    script: &Path,
+    cwd: &Path,
+    timeout: Duration,
+    kill_grace: Duration,
+) -> Result<String, String> {
     // Without the policy (no thread could be started) the script still runs, only without a
     // reaction to signals, as before.
     let never = AtomicBool::new(false);
     let policy = signals::install_for_children().ok();
     let cancel = policy.as_deref().unwrap_or(&never);
-    let kill_grace = std::env::var("AUTOMATON_KILL_GRACE")
-        .ok()
-        .and_then(|v| crate::settings::value::parse_duration(&v).ok())
-        .unwrap_or(DEFAULT_KILL_GRACE);
     let mut cmd = Command::new("sh");
     cmd.arg(script)
         .current_dir(cwd)
@@ -205,17 +204,20 @@ mod tests {
         assert_eq!(parse_timeout(None), None);
     }
 
+    /// The default `AUTOMATON_KILL_GRACE`.
+    const GRACE: Duration = Duration::from_secs(5);
+
     #[test]
     fn runs_fails_and_times_out() {
         let dir = tempfile::tempdir().expect("tmp");
         let ok = dir.path().join("ok.sh");
         std::fs::write(&ok, "echo '{\"recommended_kb\": 9000}'\n").expect("write");
-        let out = run(&ok, dir.path(), Duration::from_secs(5)).expect("runs");
+        let out = run(&ok, dir.path(), Duration::from_secs(5), GRACE).expect("runs");
         assert_eq!(parse(&out).expect("json").recommended_kb, Some(9000));
 
         let fail = dir.path().join("fail.sh");
         std::fs::write(&fail, "echo 'nvidia-smi: not found' >&2\nexit 3\n").expect("write");
-        let err = run(&fail, dir.path(), Duration::from_secs(5)).expect_err("fails");
+        let err = run(&fail, dir.path(), Duration::from_secs(5), GRACE).expect_err("fails");
         assert!(
             err.contains("status 3") && err.contains("nvidia-smi"),
             "{err}"
@@ -225,7 +227,7 @@ mod tests {
         let bg = dir.path().join("bg.sh");
         std::fs::write(&bg, "sleep 30 &\necho '{\"recommended_kb\": 7000}'\n").expect("write");
         let start = Instant::now();
-        let out = run(&bg, dir.path(), Duration::from_secs(20)).expect("runs");
+        let out = run(&bg, dir.path(), Duration::from_secs(20), GRACE).expect("runs");
         assert_eq!(parse(&out).expect("json").recommended_kb, Some(7000));
         assert!(
             start.elapsed() < Duration::from_secs(5),
@@ -236,7 +238,7 @@ mod tests {
         let slow = dir.path().join("slow.sh");
         std::fs::write(&slow, "sleep 30\necho '{}'\n").expect("write");
         let start = Instant::now();
-        let err = run(&slow, dir.path(), Duration::from_millis(300)).expect_err("times out");
+        let err = run(&slow, dir.path(), Duration::from_millis(300), GRACE).expect_err("times out");
         assert!(err.contains("timed out"), "{err}");
         assert!(start.elapsed() < Duration::from_secs(5));
     }

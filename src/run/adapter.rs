@@ -79,10 +79,20 @@ pub trait Adapter: Send + Sync {
     /// Read what the agent printed during one phase (its stdout and stderr, interleaved).
     fn parse(&self, output: &str) -> PhaseReport;
 
-    /// Whether [`Adapter::parse`] finds anything at all: when not, the log is not read back.
+    /// Whether [`Adapter::parse`] finds anything at all: when not, the output is not kept for
+    /// it nor the log read back.
     fn reads_output(&self) -> bool {
         true
     }
+
+    /// Whether the agent reports its usage while it runs ([`Adapter::feed_usage`]), so that a
+    /// budget can stop a phase before it ends.
+    fn streams_usage(&self) -> bool {
+        false
+    }
+
+    /// Take in one complete output line for the usage streamed so far.
+    fn feed_usage(&self, _usage: &mut StreamUsage, _line: &str) {}
 
     /// A short form of one output line for the live progress line (JSON streams are summarised).
     fn live_line(&self, line: &str) -> String {
@@ -191,6 +201,55 @@ pub fn parse_log(adapter: &dyn Adapter, log: &Path) -> PhaseReport {
     }
 }
 
+/// Most of a phase's output kept in memory for [`CapturedOutput::report`]; a phase that
+/// printed more has its log read back instead ([`parse_log`] keeps the end of it).
+pub const MAX_CAPTURED_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a phase's agent printed, kept as the runner hands it over, so that the adapter parses
+/// the phase's report from memory instead of reading the log back after the phase.
+#[derive(Debug, Default)]
+pub struct CapturedOutput {
+    bytes: Vec<u8>,
+    /// Whether the adapter reads output at all (nothing is kept for the `command` adapter).
+    keep: bool,
+    /// More than [`MAX_CAPTURED_BYTES`] came: the bytes were dropped.
+    overflowed: bool,
+}
+
+impl CapturedOutput {
+    pub fn new(adapter: &dyn Adapter) -> Self {
+        CapturedOutput {
+            keep: adapter.reads_output(),
+            ..CapturedOutput::default()
+        }
+    }
+
+    /// Keep a chunk of output.
+    pub fn push(&mut self, chunk: &[u8]) {
+        if !self.keep || self.overflowed {
+            return;
+        }
+        if self.bytes.len() + chunk.len() > MAX_CAPTURED_BYTES {
+            self.overflowed = true;
+            self.bytes = Vec::new();
+            return;
+        }
+        self.bytes.extend_from_slice(chunk);
+    }
+
+    /// The phase's report from the kept output, or from its `log` when the output was too
+    /// large to keep.
+    pub fn report(&self, adapter: &dyn Adapter, log: &Path) -> PhaseReport {
+        if !adapter.reads_output() {
+            return PhaseReport::default();
+        }
+        if self.overflowed || !self.keep {
+            return parse_log(adapter, log);
+        }
+        adapter.parse(&String::from_utf8_lossy(&self.bytes))
+    }
+}
+
 /// The JSON objects of a JSON-lines stream, skipping lines that are not JSON objects (an agent's
 /// stderr shares the log). Returns the objects and the number of lines that looked like JSON
 /// (`{` first) but did not parse.
@@ -295,6 +354,12 @@ impl Adapter for Claude {
     }
     fn parse(&self, output: &str) -> PhaseReport {
         parse_claude(output)
+    }
+    fn streams_usage(&self) -> bool {
+        true
+    }
+    fn feed_usage(&self, usage: &mut StreamUsage, line: &str) {
+        usage.feed_claude(line);
     }
     fn live_line(&self, line: &str) -> String {
         summarise_json(line, |v| {
@@ -438,6 +503,12 @@ impl Adapter for Codex {
     fn parse(&self, output: &str) -> PhaseReport {
         parse_codex(output)
     }
+    fn streams_usage(&self) -> bool {
+        true
+    }
+    fn feed_usage(&self, usage: &mut StreamUsage, line: &str) {
+        usage.feed_codex(line);
+    }
     fn live_line(&self, line: &str) -> String {
         summarise_json(line, |v| {
             let kind = v.get("type")?.as_str()?;
@@ -573,27 +644,39 @@ pub struct StreamUsage {
 }
 
 impl StreamUsage {
-    /// Take in one complete output line of an agent of kind `agent` (`claude`, ...).
+    /// Take in one complete output line of an agent of kind `agent` (`claude`, `codex`,
+    /// `aider`; another word takes in nothing). The run feeds lines through its adapter
+    /// ([`Adapter::feed_usage`]) instead.
     pub fn feed(&mut self, agent: &str, line: &str) {
+        match agent {
+            "claude" => self.feed_claude(line),
+            "codex" => self.feed_codex(line),
+            "aider" => self.feed_aider(line),
+            _ => {}
+        }
+    }
+
+    /// aider's `Tokens:` lines.
+    pub fn feed_aider(&mut self, line: &str) {
         let t = line.trim();
-        if agent == "aider" {
-            if t.starts_with("Tokens: ") {
-                let r = parse_aider(t);
-                self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
-                if let Some(c) = r.cost_usd {
-                    self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
-                }
+        if t.starts_with("Tokens: ") {
+            let r = parse_aider(t);
+            self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
+            if let Some(c) = r.cost_usd {
+                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
             }
-            return;
         }
-        if !t.starts_with('{') {
-            return;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(t) else {
+    }
+
+    /// Claude's `assistant` messages (each API call's usage, counted once per message id),
+    /// then its `result` (the totals and the cost).
+    pub fn feed_claude(&mut self, line: &str) {
+        let t = line.trim();
+        let Some(v) = json_object(t) else {
             return;
         };
-        match (agent, v.get("type").and_then(Value::as_str)) {
-            ("claude", Some("assistant")) => {
+        match event_type(&v) {
+            Some("assistant") => {
                 let Some(u) = v.pointer("/message/usage") else {
                     return;
                 };
@@ -617,16 +700,21 @@ impl StreamUsage {
                     *seen = n;
                 }
             }
-            ("claude", Some("result")) => {
+            Some("result") => {
                 let r = parse_claude(t);
                 self.final_tokens = r.tokens();
                 self.cost_usd = r.cost_usd;
             }
-            ("codex", Some("turn.completed")) => {
-                let r = parse_codex(t);
-                self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
-            }
             _ => {}
+        }
+    }
+
+    /// Codex's `turn.completed` events.
+    pub fn feed_codex(&mut self, line: &str) {
+        let t = line.trim();
+        if json_object(t).is_some_and(|v| event_type(&v) == Some("turn.completed")) {
+            let r = parse_codex(t);
+            self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
         }
     }
 
@@ -637,6 +725,19 @@ impl StreamUsage {
             usd: self.cost_usd.unwrap_or(0.0),
         }
     }
+}
+
+/// A line that is a JSON object, parsed (an agent's stderr shares its output).
+fn json_object(line: &str) -> Option<Value> {
+    if !line.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(line).ok()
+}
+
+/// The `type` of a JSON event.
+fn event_type(v: &Value) -> Option<&str> {
+    v.get("type").and_then(Value::as_str)
 }
 
 /// Codex passes a provider's error body through as its message: keep the message inside
@@ -668,6 +769,12 @@ impl Adapter for Aider {
     }
     fn parse(&self, output: &str) -> PhaseReport {
         parse_aider(output)
+    }
+    fn streams_usage(&self) -> bool {
+        true
+    }
+    fn feed_usage(&self, usage: &mut StreamUsage, line: &str) {
+        usage.feed_aider(line);
     }
 }
 
@@ -834,6 +941,42 @@ mod tests {
             "Tokens: 2.5k sent, 120 received. Cost: $0.01 message, $0.02 session.",
         );
         assert_eq!(a.spend().tokens, 2620);
+    }
+
+    /// The report parsed from the output kept in memory is the one parsed from the log; a
+    /// phase that printed more than is kept has its log read back.
+    #[test]
+    fn captured_output_reports_as_the_log_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("implement-1.log");
+        let stream = concat!(
+            r#"{"type":"system","subtype":"init","session_id":"s1","model":"m"}"#,
+            "\nwarning on stderr\n",
+            r#"{"type":"result","subtype":"success","is_error":false,"usage":{"input_tokens":7,"output_tokens":3},"total_cost_usd":0.5}"#,
+            "\n"
+        );
+        std::fs::write(&log, stream).unwrap();
+        let mut kept = CapturedOutput::new(&Claude);
+        // Chunks cut anywhere, as the runner hands them over.
+        for chunk in stream.as_bytes().chunks(7) {
+            kept.push(chunk);
+        }
+        let from_log = parse_log(&Claude, &log);
+        assert_eq!(from_log.tokens(), Some(10));
+        assert_eq!(kept.report(&Claude, &dir.path().join("gone.log")), from_log);
+
+        let mut big = CapturedOutput::new(&Claude);
+        big.push(&vec![b'x'; MAX_CAPTURED_BYTES]);
+        big.push(b"\n");
+        assert_eq!(
+            big.report(&Claude, &log),
+            from_log,
+            "read back from the log"
+        );
+
+        let mut none = CapturedOutput::new(&CommandAdapter);
+        none.push(stream.as_bytes());
+        assert_eq!(none.report(&CommandAdapter, &log), PhaseReport::default());
     }
 
     #[test]

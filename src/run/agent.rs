@@ -61,10 +61,16 @@ pub struct AgentSpec<'a> {
     pub kill_grace: Duration,
     /// Called (from the runner's thread) with the latest non-empty output line.
     pub on_line: Option<&'a (dyn Fn(&str) + Sync)>,
+    /// Called (from the runner's thread) with every chunk of output, as it is appended to
+    /// the log: what the adapter reads usage from, without reading the log back.
+    pub on_output: Option<OutputSink<'a>>,
     /// Set (by `on_line`: a budget crossed) to have the runner stop the agent, as it stops one
     /// past its contract grace; checked after each batch of output.
     pub stop: Option<&'a AtomicBool>,
 }
+
+/// A callback that takes each chunk of an agent's output ([`AgentSpec::on_output`]).
+pub type OutputSink<'a> = &'a (dyn Fn(&[u8]) + Sync);
 
 /// Why the phase's process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,7 +203,7 @@ pub fn run_agent_on(
         // A local (or tmux) agent dies with the machine, so after a power cut there is
         // nothing for the pid file to name: rename only. A slurm job runs elsewhere and
         // outlives this machine, so its id must survive: fsync (see `fsx`).
-        let durability = if executor.name() == "slurm" {
+        let durability = if !executor.runs_on_this_host() {
             crate::fsx::Durability::Durable
         } else {
             crate::fsx::Durability::Rebuildable
@@ -227,7 +233,7 @@ pub fn run_agent_on(
         .flatten()
         .min();
         let event = group.wait(next)?;
-        if scan.absorb(&group.take_fresh(), spec.on_line) {
+        if scan.absorb(&group.take_fresh(), spec) {
             last_growth = Instant::now();
         }
         if scan.contract_met && contract_seen_at.is_none() {
@@ -236,7 +242,7 @@ pub fn run_agent_on(
         if let Event::Exited(status) = event {
             group.finish()?;
             // Output still in the pipe when the leader exited.
-            scan.absorb(&group.take_fresh(), spec.on_line);
+            scan.absorb(&group.take_fresh(), spec);
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
         let now = Instant::now();
@@ -266,7 +272,7 @@ pub fn run_agent_on(
         }
     };
     // Output written while the group was being stopped still counts.
-    scan.absorb(&group.take_fresh(), spec.on_line);
+    scan.absorb(&group.take_fresh(), spec);
     if let Some(pid_file) = spec.pid_file {
         let _ = crate::fsx::remove_recycling(pid_file);
     }
@@ -422,15 +428,18 @@ impl LogScan {
     }
 
     /// Take in what the agent printed since the last call. Returns whether there was any.
-    fn absorb(&mut self, bytes: &[u8], on_line: Option<&(dyn Fn(&str) + Sync)>) -> bool {
+    fn absorb(&mut self, bytes: &[u8], spec: &AgentSpec<'_>) -> bool {
         if bytes.is_empty() {
             return false;
+        }
+        if let Some(cb) = spec.on_output {
+            cb(bytes);
         }
         self.feed(bytes);
         let latest = display_line(&self.partial).or_else(|| display_line(&self.last_complete));
         if latest.is_some() && latest != self.last_line {
             self.last_line = latest;
-            if let (Some(cb), Some(line)) = (on_line, self.last_line.as_deref()) {
+            if let (Some(cb), Some(line)) = (spec.on_line, self.last_line.as_deref()) {
                 cb(line);
             }
         }

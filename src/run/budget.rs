@@ -1,16 +1,14 @@
 //! Budgets (`- **Budget per task**`, `- **Budget per run**`): what a task spent (its journal,
 //! over all runs) and what this run spent (every phase it ran, all tasks together), checked
 //! after every phase through [`crate::decide::next_action`], and while a phase runs by
-//! [`Watch`], which reads the agent's streamed usage and stops its process group once a
-//! budget is crossed.
+//! [`Watch`], which reads the usage the agent streams, from the output the runner hands it,
+//! and has the agent's process group stopped once a budget is crossed.
 
-use super::adapter::StreamUsage;
+use super::adapter::{MAX_PARSE_BYTES, StreamUsage};
 use super::{Run, StopKind};
 use crate::decide::{Budget, Spend};
-use crate::settings::{Key, Settings};
 use crate::store::journal;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -23,10 +21,11 @@ pub struct Budgets {
 }
 
 impl Budgets {
-    pub fn from_settings(settings: &Settings) -> Self {
+    /// `task`: `Budget per task`; `run`: `Budget per run`; nothing spent yet.
+    pub fn new(task: Budget, run: Budget) -> Self {
         Budgets {
-            task: settings.budget(Key::BudgetPerTask),
-            run: settings.budget(Key::BudgetPerRun),
+            task,
+            run,
             spent: Mutex::new(Spend::default()),
         }
     }
@@ -81,11 +80,11 @@ pub fn phase_spend(report: &super::adapter::PhaseReport) -> Spend {
     }
 }
 
-/// Watches one running phase's log for streamed usage; once a budget is crossed it asks the
-/// runner to stop the agent ([`Watch::stop_flag`]), which stops it as it stops a timed-out one.
+/// Watches one running phase's output for streamed usage; once a budget is crossed it asks
+/// the runner to stop the agent ([`Watch::stop_flag`]), which stops it as it stops a timed-out
+/// one.
 pub struct Watch<'r, 'a> {
     run: &'r Run<'a>,
-    log: PathBuf,
     /// Set once a budget is crossed; the runner (`AgentSpec::stop`) then stops the agent.
     stop: AtomicBool,
     /// What the task's journal said before this phase.
@@ -95,52 +94,57 @@ pub struct Watch<'r, 'a> {
 
 #[derive(Default)]
 struct WatchState {
-    offset: u64,
+    /// The unfinished last line of the output so far.
     partial: Vec<u8>,
+    /// The unfinished line grew past [`MAX_PARSE_BYTES`] and was dropped: skip to its end.
+    skipping: bool,
     usage: StreamUsage,
     tripped: Option<(StopKind, String)>,
 }
 
 impl<'r, 'a> Watch<'r, 'a> {
     /// `None` when no budget is set or the adapter streams no usage.
-    pub fn new(run: &'r Run<'a>, task_dir: &Path, log: &Path) -> Option<Self> {
-        let streams = matches!(run.adapter.name(), "claude" | "codex" | "aider");
-        if !streams || !(run.budgets.task.is_set() || run.budgets.run.is_set()) {
+    pub fn new(run: &'r Run<'a>, task_dir: &Path) -> Option<Self> {
+        if !run.adapter.streams_usage() || !(run.budgets.task.is_set() || run.budgets.run.is_set())
+        {
             return None;
         }
-        // The log is appended to: only what this attempt writes counts.
-        let offset = std::fs::metadata(log).map_or(0, |m| m.len());
         Some(Watch {
             run,
-            log: log.to_path_buf(),
             stop: AtomicBool::new(false),
             task_before: task_spent(task_dir),
-            inner: Mutex::new(WatchState {
-                offset,
-                ..WatchState::default()
-            }),
+            inner: Mutex::new(WatchState::default()),
         })
     }
 
-    /// Called when the agent printed something: read the new lines, add their usage, and stop
-    /// the agent once a budget is crossed.
-    pub fn on_output(&self) {
+    /// Called with each chunk of output the agent printed (what the runner also appends to
+    /// the log): add the usage of the lines it completes, and stop the agent once a budget is
+    /// crossed.
+    pub fn on_output(&self, chunk: &[u8]) {
         let mut st = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         if st.tripped.is_some() {
             return;
         }
-        let mut fresh = Vec::new();
-        let read = std::fs::File::open(&self.log).and_then(|mut f| {
-            f.seek(SeekFrom::Start(st.offset))?;
-            f.take(16 * 1024 * 1024).read_to_end(&mut fresh)
-        });
-        let Ok(n) = read else { return };
-        st.offset += n as u64;
-        st.partial.extend_from_slice(&fresh);
-        let agent = self.run.adapter.name();
-        while let Some(i) = st.partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = st.partial.drain(..=i).collect();
-            st.usage.feed(agent, &String::from_utf8_lossy(&line));
+        let st = &mut *st;
+        let mut rest = chunk;
+        while let Some(i) = rest.iter().position(|b| *b == b'\n') {
+            if !st.skipping {
+                st.partial.extend_from_slice(&rest[..i]);
+                self.run
+                    .adapter
+                    .feed_usage(&mut st.usage, &String::from_utf8_lossy(&st.partial));
+            }
+            st.partial.clear();
+            st.skipping = false;
+            rest = &rest[i + 1..];
+        }
+        if !st.skipping {
+            st.partial.extend_from_slice(rest);
+            // No usage line is that long; a line that is must not grow without bound.
+            if st.partial.len() as u64 > MAX_PARSE_BYTES {
+                st.partial = Vec::new();
+                st.skipping = true;
+            }
         }
         let now = st.usage.spend();
         let budgets = &self.run.budgets;
@@ -173,9 +177,10 @@ impl<'r, 'a> Watch<'r, 'a> {
             .clone()
     }
 
-    /// Set once a budget is crossed: for the runner, which checks it after each line it
-    /// hands to `on_output` (from its own thread) and then stops the agent itself. Nothing is
-    /// signalled by pid from here, so no stop can outlive the phase and reach another agent.
+    /// Set once a budget is crossed: for the runner, which checks it after each chunk of
+    /// output it hands to `on_output` (from its own thread) and then stops the agent itself.
+    /// Nothing is signalled by pid from here, so no stop can outlive the phase and reach
+    /// another agent.
     pub fn stop_flag(&self) -> &AtomicBool {
         &self.stop
     }

@@ -14,7 +14,6 @@ use crate::decide::{
 use crate::fsx::write_atomic;
 use crate::git::Merge;
 use crate::plan::waves::Waves;
-use crate::settings::Key;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, gates_passed, waits_for, waves_of};
@@ -60,7 +59,7 @@ fn load(run: &Run<'_>, rel: &str) -> TaskTree {
 
 /// `tree` with the gates of `Approve before` applied.
 fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
-    tree.apply_gates(&crate::report::approval_gates(run.settings));
+    tree.apply_gates(&run.cfg.approve_before);
     tree
 }
 
@@ -276,7 +275,7 @@ fn not_ready(run: &Run<'_>, rel: &str) -> Option<String> {
             waits_for(
                 &tree,
                 i,
-                super::wave_rules(run.settings, run.isolation.is_some()),
+                super::wave_rules(run.cfg, run.isolation.is_some()),
             )
         }) {
             let who = if child == rel {
@@ -677,7 +676,7 @@ fn step_subtask(run: &Run<'_>, rel: &str, dir: &Path, tree: &TaskTree) -> super:
             sync_subtasks(run, rel, dir, plan, &node.decision)?;
             let _ = plan;
             let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
-            let rules = super::wave_rules(run.settings, run.isolation.is_some());
+            let rules = super::wave_rules(run.cfg, run.isolation.is_some());
             let gates = gates_passed(dir);
             waves_of(&tree, 0, rules, &gates)
                 .and_then(|w| w.ready(&[], &[], 1).first().copied())
@@ -983,7 +982,7 @@ fn workspace(
         Ok(_) => {}
         Err(e) => return Ok(setup_failed(&e)),
     }
-    if let Some(cmd) = run.settings.text(Key::SetupCommand)
+    if let Some(cmd) = run.cfg.setup_command.as_deref()
         && let Some((kind, reason)) = super::phase::run_setup(run, cmd, rel, dir, &ws)?
     {
         let reason = if kind == StopKind::Isolation {
@@ -1076,7 +1075,7 @@ fn run_waves(
     // VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
     // before the first wave starts, with the numbers.
     if let Some(gate) = &run.vram
-        && matches!(run.executor.name(), "local" | "tmux")
+        && run.executor.runs_on_this_host()
     {
         let refused: Vec<String> = plan
             .rows
@@ -1155,7 +1154,7 @@ fn run_waves(
                 // this run's integration, what runs, what waits for a person or failed.
                 let rules = WaveRules {
                     gated: integration.is_some() && run.verify_command.is_some(),
-                    ..super::wave_rules(run.settings, run.isolation.is_some())
+                    ..super::wave_rules(run.cfg, run.isolation.is_some())
                 };
                 let busy: Vec<&str> = running.iter().map(String::as_str).collect();
                 let held_now: Vec<&str> = held
@@ -1218,8 +1217,7 @@ fn run_waves(
                             .first()
                             .map_or("?", |n| n.state().word());
                         super::notify::send(
-                            run.settings,
-                            run.progress,
+                            run,
                             &super::notify::Notice {
                                 event: "awaiting_approval",
                                 task: &child_rel,

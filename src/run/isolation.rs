@@ -37,12 +37,13 @@ pub enum Mode {
 impl Mode {
     pub const WORDS: [&'static str; 3] = ["auto", "worktree", "none"];
 
-    /// The mode a setting word asks for in `project`: `auto` is `worktree` inside a git work
-    /// tree with at least one commit, `none` elsewhere.
-    pub fn resolve(word: &str, project: &Path) -> Mode {
-        match word {
-            "worktree" => Mode::Worktree,
-            "none" => Mode::None,
+    /// The mode `- **Isolation**` asks for in `project`: `auto` is `worktree` inside a git
+    /// work tree with at least one commit, `none` elsewhere.
+    pub fn resolve(choice: super::config::IsolationChoice, project: &Path) -> Mode {
+        use super::config::IsolationChoice;
+        match choice {
+            IsolationChoice::Worktree => Mode::Worktree,
+            IsolationChoice::None => Mode::None,
             // No `.git` above the project: not a repository, and no git process spawned.
             _ if !project.ancestors().any(|d| d.join(".git").exists()) => Mode::None,
             _ if Repo::discover(project).is_some() => Mode::Worktree,

@@ -4,6 +4,7 @@
 pub mod adapter;
 pub mod agent;
 pub mod budget;
+pub mod config;
 pub mod driver;
 pub mod event;
 pub mod executor;
@@ -70,12 +71,10 @@ impl RunError {
 /// The rules by which sub-tasks of a plan start: `- **Wave barrier**`, and integration gates
 /// when the tasks run `isolated` in worktrees and a verify command is set. The run and
 /// `status` both use it, so `status` offers only what a run would start.
-pub fn wave_rules(settings: &Settings, isolated: bool) -> crate::task::readiness::WaveRules {
+pub fn wave_rules(cfg: &config::RunConfig, isolated: bool) -> crate::task::readiness::WaveRules {
     crate::task::readiness::WaveRules {
-        barrier: crate::plan::waves::Barrier::parse(
-            settings.text(crate::settings::Key::WaveBarrier),
-        ),
-        gated: isolated && settings.text(crate::settings::Key::VerifyCommand).is_some(),
+        barrier: cfg.wave_barrier,
+        gated: isolated && cfg.verify_command.is_some(),
     }
 }
 
@@ -83,7 +82,7 @@ pub fn wave_rules(settings: &Settings, isolated: bool) -> crate::task::readiness
 pub type Result<T, E = RunError> = std::result::Result<T, E>;
 
 /// Caps and grace periods of a run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     pub iterations: u64,
     pub phase: Duration,
@@ -95,8 +94,15 @@ pub struct Limits {
 }
 
 /// Everything a run shares across tasks and threads.
+///
+/// The knobs come from [`config::RunConfig`], resolved once before the run: `cfg` holds them
+/// all, and `config`, `limits`, `verify_command`, `retries` and `retry_backoff` are copies of
+/// its fields for the code that reads them directly. `settings` is kept for the project's
+/// folder and its layered files (prompts, contracts, `.rules.md`, the VRAM detection), never
+/// for a knob.
 pub struct Run<'a> {
     pub settings: &'a Settings,
+    pub cfg: &'a config::RunConfig,
     pub config: PhaseConfig,
     pub agent_command: &'a str,
     /// How the agent's output is read back (failure signal, usage).

@@ -6,9 +6,7 @@
 //! The runner is one small function, [`run_notify`], so it can move onto a shared process
 //! supervisor without touching its callers.
 
-use super::progress::Progress;
 use crate::process::group::{Event, Group, Options, Output};
-use crate::settings::{Key, Settings};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -67,19 +65,20 @@ pub fn event_for(kind: crate::decide::StopKind) -> &'static str {
 
 /// Send a notice through the configured notify command, if any. Its output goes to
 /// `<task>/logs/notify.log`; a failure is a warning on the progress stream.
-pub fn send(settings: &Settings, progress: &Progress, notice: &Notice<'_>) {
-    let Some(command) = settings.text(Key::NotifyCommand) else {
+pub fn send(run: &super::Run<'_>, notice: &Notice<'_>) {
+    let Some(command) = run.cfg.notify.command.as_deref() else {
         return;
     };
-    let timeout = settings.duration(Key::NotifyTimeout);
-    let payload = notice.to_json(&settings.project).to_string();
-    let log = settings.project.join(notice.task).join("logs/notify.log");
+    let timeout = run.cfg.notify.timeout;
+    let project = &run.settings.project;
+    let payload = notice.to_json(project).to_string();
+    let log = project.join(notice.task).join("logs/notify.log");
     let env = [
         ("AUTOMATON_EVENT", notice.event),
         ("AUTOMATON_TASK", notice.task),
     ];
-    if let Err(why) = run_notify(command, &settings.project, &payload, &env, &log, timeout) {
-        progress.event(&super::event::Event::Warning {
+    if let Err(why) = run_notify(command, project, &payload, &env, &log, timeout) {
+        run.progress.event(&super::event::Event::Warning {
             task: notice.task,
             message: &format!("notify command {why}"),
         });

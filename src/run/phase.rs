@@ -1,7 +1,7 @@
 //! One phase: render the prompt, run the agent, and say what came of it. The caller validates
 //! the artifact against a fresh snapshot.
 
-use super::adapter::{PhaseReport, parse_log};
+use super::adapter::PhaseReport;
 use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent, run_agent_on};
 use super::event::{Check, CheckFinished, CheckStarted, Event};
 use super::isolation::Workspace;
@@ -160,7 +160,7 @@ pub(super) fn stop_leftover_agent(
 /// The job and attempt to re-attach to: `logs/agent.pid` names a Slurm job whose log is this
 /// phase's (`<phase>-<n>.log`, still there), and this run submits to Slurm too.
 fn reattachable_job(run: &Run<'_>, phase: Phase, logs: &Path) -> Option<(u64, u32)> {
-    if run.executor.name() != "slurm" {
+    if !run.executor.can_reattach() {
         return None;
     }
     let (id, log) = super::executor::slurm_record(&logs.join("agent.pid"))?;
@@ -280,12 +280,17 @@ pub fn run_phase_noted(
         ))
     };
     // Budgets are also checked while the phase runs, from the usage the agent streams.
-    let watch = super::budget::Watch::new(run, task_dir, &log);
+    let watch = super::budget::Watch::new(run, task_dir);
     let live = |line: &str| {
         *last_line.lock().unwrap_or_else(|e| e.into_inner()) = run.adapter.live_line(line);
         show();
+    };
+    // The adapter reads the phase's report from the output as the runner hands it over.
+    let output = Mutex::new(super::adapter::CapturedOutput::new(run.adapter));
+    let on_output = |chunk: &[u8]| {
+        output.lock().unwrap_or_else(|e| e.into_inner()).push(chunk);
         if let Some(w) = &watch {
-            w.on_output();
+            w.on_output(chunk);
         }
     };
     let spec = AgentSpec {
@@ -301,6 +306,7 @@ pub fn run_phase_noted(
         contract_grace: run.limits.contract_grace,
         kill_grace: run.limits.kill_grace,
         on_line: Some(&live),
+        on_output: Some(&on_output),
         stop: watch.as_ref().map(|w| w.stop_flag()),
         pid_file: Some(&pid_file),
         sync_after_start: Some(&marker),
@@ -320,8 +326,8 @@ pub fn run_phase_noted(
         }
         let _slot = run.slots.acquire(run.cancel);
         // With Slurm the need is a GRES request instead: the cluster packs the jobs.
-        let _vram = match (&run.vram, run.executor.name()) {
-            (Some(gate), "local" | "tmux") => match gate.need(task_dir) {
+        let _vram = match &run.vram {
+            Some(gate) if run.executor.runs_on_this_host() => match gate.need(task_dir) {
                 Some(need) => gate
                     .admit(task_rel, need, run.cancel)
                     .map_err(std::io::Error::other)?,
@@ -341,7 +347,10 @@ pub fn run_phase_noted(
     })?;
     warn_leftovers(run, task_rel, &outcome);
     let budget_stop = watch.as_ref().and_then(|w| w.tripped());
-    let report = parse_log(run.adapter, &log);
+    let report = output
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .report(run.adapter, &log);
     run.budgets.add(super::budget::phase_spend(&report));
     journal::append(
         task_dir,
@@ -470,6 +479,7 @@ fn run_check(
         contract_grace: run.limits.contract_grace,
         kill_grace: run.limits.kill_grace,
         on_line: None,
+        on_output: None,
         pid_file: Some(&pid_file),
         sync_after_start: None,
         stop: None,

@@ -26,7 +26,7 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
         let logs = node.dir.join("logs");
         // A Slurm job a killed run submitted runs on elsewhere: the phase re-attaches to it
         // (or cancels it when another phase is next), and what it writes stays its own.
-        if run.executor.name() == "slurm"
+        if run.executor.can_reattach()
             && super::executor::slurm_record(&logs.join("agent.pid")).is_some()
         {
             continue;
@@ -69,7 +69,7 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
         }
     }
     let mut tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
-    tree.apply_gates(&crate::report::approval_gates(run.settings));
+    tree.apply_gates(&run.cfg.approve_before);
     for node in &tree.nodes {
         let state = node.state();
         let unverified =

@@ -121,15 +121,19 @@ impl Admission {
         settings: &crate::settings::Settings,
         gpu_gb: Option<f64>,
     ) -> Option<Admission> {
-        use crate::settings::Key;
+        Admission::configured(&super::config::VramFigures::from_settings(settings), gpu_gb)
+    }
+
+    /// The gate the run's figures configure, when they do (and a GPU size is known).
+    pub fn configured(
+        figures: &super::config::VramFigures,
+        gpu_gb: Option<f64>,
+    ) -> Option<Admission> {
         Admission::new(
-            settings.text(Key::ModelWeights),
-            settings
-                .text(Key::KvBytesPerToken)
-                .and_then(|t| t.trim().replace('_', "").parse().ok())
-                .unwrap_or(0),
+            figures.weights.as_deref(),
+            figures.kv_bytes_per_token,
             gpu_gb,
-            settings.ratio(Key::Headroom),
+            figures.headroom,
         )
     }
 

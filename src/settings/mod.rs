@@ -547,6 +547,9 @@ pub struct Settings {
     /// Only from [`Settings::load_lenient`]: the settings whose value could not be read (the
     /// id, and the error naming file and line); each keeps the value of the layer below.
     pub invalid: Vec<(&'static str, String)>,
+    /// Only from [`Settings::load_lenient`]: the environment variables among
+    /// [`Settings::invalid`], and what they should hold (see [`Settings::check_env`]).
+    bad_env: Vec<(&'static str, String)>,
     lenient: bool,
 }
 
@@ -569,6 +572,20 @@ impl Settings {
         let s = Settings::load_mode(project, home_dir(), &|k| std::env::var(k).ok(), true)?;
         crate::fsx::set_full_durability(s.text(Key::Durability) == Some("full"));
         Ok(s)
+    }
+
+    /// After [`Settings::load_lenient`]: the first environment variable whose value could not
+    /// be read, as the error a strict load gives. A file's bad value is shown at its line and
+    /// the report goes on; a variable has no line to show it at, and is set for this very
+    /// command, so `config` refuses it.
+    pub fn check_env(&self) -> Result<(), SettingsError> {
+        match self.bad_env.first() {
+            Some((name, expected)) => Err(SettingsError::BadEnv {
+                name,
+                expected: expected.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Load with an explicit home folder and environment (for tests and embedding).
@@ -601,6 +618,7 @@ impl Settings {
                 .collect(),
             warnings: Vec::new(),
             invalid: Vec::new(),
+            bad_env: Vec::new(),
             lenient,
         };
         for (layer, dir) in [
@@ -617,7 +635,12 @@ impl Settings {
                 && let Some(raw) = env(name).filter(|v| !v.trim().is_empty())
             {
                 match s.set(spec.setting, &raw, Origin::Env(name)) {
-                    Err(e) if s.lenient => s.invalid.push((spec.id, e.to_string())),
+                    Err(e) if s.lenient => {
+                        if let SettingsError::BadEnv { name, expected } = &e {
+                            s.bad_env.push((name, expected.clone()));
+                        }
+                        s.invalid.push((spec.id, e.to_string()));
+                    }
                     other => other?,
                 }
             }

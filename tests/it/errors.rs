@@ -1,7 +1,7 @@
 //! Errors at the edges: a reader that closes stdout early (exit 0, no panic), environment knobs
 //! in the settings registry (`config` shows them; a bad value is an error naming the variable).
 
-use crate::harness::Project;
+use crate::harness::{Project, Test};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -124,6 +124,49 @@ fn a_bad_kill_grace_is_an_error_naming_the_variable() {
             "warning: environment variable AUTOMATON_CONTRACT_GRACE: expected a duration like \
              90s, 45m or 24h, not `1 fortnight` (orchestrate refuses to run until it is fixed)\n",
         );
+}
+
+/// A file's bad value is listed at its line and `config` goes on; a bad environment variable
+/// has no line to be listed at: `config` refuses it as `orchestrate` does, naming it (exit 1),
+/// and `--json` says so in its error object.
+#[test]
+fn config_refuses_a_bad_environment_value_naming_the_variable() {
+    let message = "environment variable AUTOMATON_KILL_GRACE: expected a duration like 90s, \
+                   45m or 24h, not `abc`";
+    let p = Test::new()
+        .arg("config")
+        .env("AUTOMATON_KILL_GRACE", "abc")
+        .status(1)
+        .stderr(format!("error: {message}\n"))
+        .run();
+    let json = p
+        .test()
+        .args(["config", "--json"])
+        .env("AUTOMATON_KILL_GRACE", "abc")
+        .status(1)
+        .stdout_any()
+        .run()
+        .json();
+    assert_eq!(
+        json,
+        serde_json::json!({"event": "error", "error": message, "exit_code": 1})
+    );
+    p.test()
+        .args(["orchestrate", "add a greeting"])
+        .env("AUTOMATON_KILL_GRACE", "abc")
+        .status(1)
+        .stderr(format!("error: {message}\n"))
+        .run();
+    assert!(!p.join("tasks").exists(), "nothing was created");
+    // The same variable with a good value is listed with its origin.
+    p
+        .test()
+        .arg("config")
+        .env("AUTOMATON_KILL_GRACE", "2s")
+        .stdout_contains(
+            "  AUTOMATON_KILL_GRACE           2s                       # env AUTOMATON_KILL_GRACE\n",
+        )
+        .run();
 }
 
 #[test]

@@ -175,6 +175,7 @@ fn a_child_that_exits_is_noticed_from_the_kernel_not_a_tick() {
         contract_grace: Duration::from_secs(600),
         kill_grace: Duration::from_secs(5),
         on_line: None,
+        on_output: None,
         pid_file: None,
         sync_after_start: None,
         stop: None,

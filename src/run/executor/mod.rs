@@ -18,6 +18,7 @@ pub mod slurm;
 pub mod tmux;
 
 use super::agent::AgentSpec;
+use super::config::ExecutorKind;
 use crate::process::zygote::Refused;
 use crate::process::{Event, Group, Leader, Leftover, Options, Output};
 use std::ffi::OsString;
@@ -47,8 +48,29 @@ pub struct Job {
 
 /// Starts agents.
 pub trait Executor: Send + Sync {
-    /// `local`, `tmux` or `slurm`.
+    /// `local`, `tmux` or `slurm`: for messages and records only; what the run does with an
+    /// executor follows from the capabilities below.
     fn name(&self) -> &'static str;
+
+    /// Whether agents run on this machine (so they use its GPU, and die with it). VRAM
+    /// admission applies only then: elsewhere (Slurm) the need is a resource request and
+    /// the cluster packs the jobs. An agent that runs elsewhere outlives a power cut here,
+    /// so its pid record is made durable.
+    fn runs_on_this_host(&self) -> bool {
+        true
+    }
+
+    /// Whether an agent an earlier, killed automaton started keeps running on its own and a
+    /// later run can follow it again ([`Job::reattach`]) instead of stopping it.
+    fn can_reattach(&self) -> bool {
+        false
+    }
+
+    /// Whether each agent is a child process of automaton (the local executor).
+    fn agents_are_children(&self) -> bool {
+        false
+    }
+
     /// Start the agent of `spec` (command, cwd, env, prompt, log). The log file exists when
     /// this is called; what the agent prints must reach it, and [`Running::take_fresh`].
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, job: &Job) -> io::Result<Box<dyn Running + 'a>>;
@@ -89,6 +111,10 @@ pub struct Local;
 impl Executor for Local {
     fn name(&self) -> &'static str {
         "local"
+    }
+
+    fn agents_are_children(&self) -> bool {
+        true
     }
 
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, _job: &Job) -> io::Result<Box<dyn Running + 'a>> {
@@ -247,19 +273,19 @@ impl Running for Group<'_> {
 }
 
 /// The executor `- **Executor**:` names, for the project at `project`.
-pub fn for_word(
-    word: &str,
+pub fn for_kind(
+    kind: ExecutorKind,
     project: &Path,
     slurm_options: Option<&str>,
     slurm_gres: Option<&str>,
 ) -> io::Result<Box<dyn Executor>> {
-    Ok(match word {
-        "tmux" => Box::new(tmux::Tmux::for_project(project)?),
-        "slurm" => Box::new(slurm::Slurm::new(
+    Ok(match kind {
+        ExecutorKind::Tmux => Box::new(tmux::Tmux::for_project(project)?),
+        ExecutorKind::Slurm => Box::new(slurm::Slurm::new(
             slurm_options.unwrap_or(""),
             slurm_gres.unwrap_or(""),
         )?),
-        _ => Box::new(Local),
+        ExecutorKind::Local => Box::new(Local),
     })
 }
 

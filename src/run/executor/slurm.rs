@@ -91,6 +91,16 @@ impl Executor for Slurm {
         "slurm"
     }
 
+    /// Jobs run on the cluster's nodes.
+    fn runs_on_this_host(&self) -> bool {
+        false
+    }
+
+    /// A job runs on without the automaton that submitted it.
+    fn can_reattach(&self) -> bool {
+        true
+    }
+
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, job: &Job) -> io::Result<Box<dyn Running + 'a>> {
         // The job appends to the log; it is read from here.
         drop(super::super::agent::open_log(spec.log_path)?);
