@@ -1,29 +1,27 @@
-//! The loop driver: determine the state, run the phase, validate the artifact, write `.state`,
-//! repeat — and for a decomposed task, drive its sub-tasks in dependency waves in parallel.
+//! The turn loop of one task: read it, ask the planner ([`next_action`]) what comes next, do
+//! that, and repeat until the task is complete or needs a person. A phase's end is judged in
+//! [`super::judge`]; the sub-tasks of a decomposed task are scheduled in [`super::waves`].
 
-use super::event::{Event, FreezeReason};
-use super::isolation::{Isolation, Workspace};
-use super::phase::{run_phase_noted, run_verify};
+use super::event::Event;
+use super::isolation::Workspace;
+use super::judge::{Attempt, Freeze, after_phase, freeze, frozen_reason, one_phase};
+use super::phase::run_verify;
 use super::subtasks::sync_subtasks;
+use super::waves::{run_children, run_waves, step_subtask};
+use super::workspace::workspace;
 use super::{Outcome, Run, StopKind};
-use crate::artifact::decomposition::{Plan, SubtaskRow};
-use crate::decide::{
-    Action, ArtifactCheck, Facts, GiveUp, PhaseFacts, Retry, RetryFacts, Verify, judge_phase,
-    next_action, retry,
-};
+use crate::artifact::decomposition::SubtaskRow;
+use crate::decide::{Action, Facts, Verify, next_action};
 use crate::fsx::write_atomic;
-use crate::git::Merge;
-use crate::plan::waves::Waves;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
-use crate::task::readiness::{WaveRules, gates_passed, waits_for, waves_of};
+use crate::task::readiness::waits_for;
 use crate::task::snapshot::content_hash;
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 use std::time::Instant;
 
-fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
+pub(super) fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
     Outcome::Stopped {
         kind,
         reason: reason.into(),
@@ -31,7 +29,7 @@ fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
 }
 
 /// Record a stop in the task folder when it belongs to the task, and say so.
-fn stop_task(
+pub(super) fn stop_task(
     run: &Run<'_>,
     rel: &str,
     dir: &Path,
@@ -50,7 +48,7 @@ fn stop_task(
 }
 
 /// Read a task folder and its sub-tasks, with the gates of `Approve before` applied.
-fn load(run: &Run<'_>, rel: &str) -> TaskTree {
+pub(super) fn load(run: &Run<'_>, rel: &str) -> TaskTree {
     gated(
         run,
         TaskTree::load_task(&run.settings.project, rel, &run.config),
@@ -58,20 +56,20 @@ fn load(run: &Run<'_>, rel: &str) -> TaskTree {
 }
 
 /// `tree` with the gates of `Approve before` applied.
-fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
+pub(super) fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
     tree.apply_gates(&run.cfg.approve_before);
     tree
 }
 
 /// The file that records which VERDICT.md the verify command last passed for.
-const VERIFIED_FILE: &str = "logs/verified";
+pub(super) const VERIFIED_FILE: &str = "logs/verified";
 
 /// The hash the verify command last passed for, if any.
-fn verified_hash(dir: &Path) -> Option<String> {
+pub(super) fn verified_hash(dir: &Path) -> Option<String> {
     crate::fsx::read_to_string(dir.join(VERIFIED_FILE)).ok()
 }
 
-fn verdict_hash(dir: &Path) -> Option<String> {
+pub(super) fn verdict_hash(dir: &Path) -> Option<String> {
     crate::fsx::read(dir.join(Artifact::Verdict.file_name()))
         .ok()
         .map(|b| content_hash(&b))
@@ -79,7 +77,7 @@ fn verdict_hash(dir: &Path) -> Option<String> {
 
 /// Clear the stops an earlier run recorded in a task and its sub-tasks, so that naming the
 /// task retries what was stopped (a timeout, a stalled or failed agent...).
-fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
+pub(super) fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
     let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
     for node in tree.nodes.iter().filter(|n| n.snap.stop.is_some()) {
         clear_stop(&node.dir)?;
@@ -126,32 +124,67 @@ pub fn drive_keeping(
         Ok(ws) => ws,
         Err((kind, reason)) => return stop_task(run, rel, &dir, kind, reason),
     };
-    let ws = ws.as_ref();
-    let mut iterations: u64 = 0;
-    // The phase whose attempts failed in this run, and how many did.
-    let mut failed: Option<(Phase, u32)> = None;
-    let mut fresh: Option<TaskTree> = None;
-    let mut warned = false;
-    // With isolation: whether a complete parent's sub-tasks were checked to be merged.
-    let mut merged_all = false;
+    let mut drive = Drive {
+        run,
+        rel,
+        dir,
+        ws: ws.as_ref(),
+        iterations: 0,
+        failed: None,
+        fresh: None,
+        merged_all: false,
+    };
+    let first = drive.read();
+    for w in &first.warnings {
+        run.progress.line(&format!("warning: {w}"));
+    }
+    drive.fresh = Some(first);
     loop {
-        // The folder as the last phase's validation read it, else read now.
-        let tree = fresh.take().unwrap_or_else(|| load(run, rel));
-        if !warned {
-            for w in &tree.warnings {
-                run.progress.line(&format!("warning: {w}"));
-            }
-            warned = true;
+        if let Some(outcome) = drive.turn(last)? {
+            return Ok(outcome);
         }
+    }
+}
+
+/// One task's drive in this run: what its turns share.
+struct Drive<'r, 'a> {
+    run: &'r Run<'a>,
+    rel: &'r str,
+    dir: PathBuf,
+    ws: Option<&'r Workspace>,
+    /// Phases run for this task in this run (the iteration cap counts them).
+    iterations: u64,
+    /// The phase whose attempts failed in this run, and how many did.
+    failed: Option<(Phase, u32)>,
+    /// The folder as the last phase's validation read it: the next turn starts from it
+    /// instead of reading again.
+    fresh: Option<TaskTree>,
+    /// With isolation: whether a complete parent's sub-tasks were checked to be merged.
+    merged_all: bool,
+}
+
+impl Drive<'_, '_> {
+    /// The task as it is now: the last phase's read, else a new one.
+    fn read(&mut self) -> TaskTree {
+        self.fresh
+            .take()
+            .unwrap_or_else(|| load(self.run, self.rel))
+    }
+
+    /// One turn: read the task, ask the planner, act. `Some(outcome)` when the drive ends.
+    fn turn(&mut self, last: &mut Option<TaskTree>) -> super::Result<Option<Outcome>> {
+        let (run, rel) = (self.run, self.rel);
+        let tree = self.read();
         let Some(node) = tree.nodes.first() else {
             return Err(super::RunError::TaskGone(rel.to_string()));
         };
+        let dir = &self.dir;
         let state = node.state();
-        let action = next_action(&facts(run, &dir, &tree, node, iterations));
+        let action = next_action(&facts(run, dir, &tree, node, self.iterations));
         // `.state` follows the artifacts, except a PASS not verified yet: it never says
         // complete before the verify command passed.
         if node.snap.state_file != Some(state) && action != Action::Verify {
-            write_state(&dir, state)?;
+            write_state(dir, state)?;
         }
         match action {
             Action::EndRun(StopKind::TotalTimeCap | StopKind::RunBudget)
@@ -160,30 +193,12 @@ pub fn drive_keeping(
             | Action::Stale
             | Action::AwaitApproval(_)
             | Action::IterationCap(_) => {
-                let (kind, reason) = stop_reason(run, rel, &dir, node, action);
-                return stop_task(run, rel, &dir, kind, reason);
+                let (kind, reason) = stop_reason(run, rel, dir, node, action);
+                stop_task(run, rel, dir, kind, reason).map(Some)
             }
-            Action::EndRun(kind) => return Ok(stopped(kind, "interrupted")),
-            Action::Verify => {
-                if let Some(stop) = verify_pass(run, rel, &dir, ws)? {
-                    return Ok(stop);
-                }
-            }
-            Action::Complete => {
-                // A decomposed task is complete once its sub-tasks passed, but with isolation
-                // their work reaches its branch only by merge-back and the integration gate:
-                // a run killed between a sub-task's PASS and its merge left that undone.
-                if let (Some(pws), Some(Ok(plan)), false) = (ws, &node.snap.plan, merged_all) {
-                    merged_all = true;
-                    if let Some(stop) = run_waves(run, rel, plan, Some(pws))? {
-                        return Ok(stop);
-                    }
-                    continue;
-                }
-                run.progress.event(&Event::TaskComplete { task: rel });
-                *last = Some(tree);
-                return Ok(Outcome::Complete);
-            }
+            Action::EndRun(kind) => Ok(Some(stopped(kind, "interrupted"))),
+            Action::Verify => verify_pass(run, rel, dir, self.ws),
+            Action::Complete => self.complete(tree, last),
             Action::Human(kind) => {
                 let reason = node
                     .decision
@@ -195,27 +210,25 @@ pub fn drive_keeping(
                     kind: kind.word(),
                     reason: &reason,
                 });
-                return Ok(stopped(kind, reason));
+                Ok(Some(stopped(kind, reason)))
             }
             Action::RunSubtasks => {
                 let Some(Ok(plan)) = &node.snap.plan else {
-                    unreachable!("sub-tasks run only under a valid plan")
+                    unreachable!("the planner runs sub-tasks only under a valid plan")
                 };
-                sync_subtasks(run, rel, &dir, plan, &node.decision)?;
-                if let Some(stop) = run_waves(run, rel, plan, ws)? {
-                    return Ok(stop);
-                }
+                sync_subtasks(run, rel, dir, plan, &node.decision)?;
+                run_waves(run, rel, plan, self.ws)
             }
             Action::StepDone(phase) => {
                 run.progress.event(&Event::StepDone {
                     task: rel,
                     next: phase.word(),
                 });
-                return Ok(Outcome::Stepped {
+                Ok(Some(Outcome::Stepped {
                     task: rel.to_string(),
-                });
+                }))
             }
-            Action::StepSubtask => return step_subtask(run, rel, &dir, &tree),
+            Action::StepSubtask => step_subtask(run, rel, dir, &tree).map(Some),
             Action::Replan => {
                 let note = replan_note(run, &over_budget(run, node));
                 // Once: the mark is written first, so a run cut short does not send it back again.
@@ -228,46 +241,70 @@ pub fn drive_keeping(
                         .map(|r| r.name.as_str())
                         .collect(),
                 });
-                iterations += 1;
-                let given = inputs_given(&dir, node, Phase::Decomposition);
-                let end = one_phase(run, rel, &dir, Phase::Decomposition, ws, given, Some(&note))?;
-                let attempt = Attempt {
-                    phase: Phase::Decomposition,
-                    iterations,
-                };
-                if let Some(stop) =
-                    after_phase(run, rel, &dir, attempt, end, &mut failed, &mut fresh)?
-                {
-                    return Ok(stop);
-                }
+                self.phase(node, Phase::Decomposition, Some(&note))
             }
-            Action::RunChildren => {
-                if let Some(stop) = run_children(run, &tree)? {
-                    return Ok(stop);
-                }
-            }
+            Action::RunChildren => run_children(run, &tree),
             Action::RunPhase(phase) => {
                 if frozen::needs_freezing(phase, node.snap.artifacts, node.snap.has_frozen) {
-                    freeze(run, rel, &dir, ws, Freeze::Missing)?;
+                    freeze(run, rel, dir, self.ws, Freeze::Missing)?;
                 }
-                iterations += 1;
-                let given = inputs_given(&dir, node, phase);
-                let end = one_phase(run, rel, &dir, phase, ws, given, None)?;
-                let attempt = Attempt { phase, iterations };
-                if let Some(stop) =
-                    after_phase(run, rel, &dir, attempt, end, &mut failed, &mut fresh)?
-                {
-                    return Ok(stop);
-                }
+                self.phase(node, phase, None)
             }
         }
+    }
+
+    /// Run `phase` once and act on its end (go on, retry, or stop).
+    fn phase(
+        &mut self,
+        node: &TaskNode,
+        phase: Phase,
+        note: Option<&str>,
+    ) -> super::Result<Option<Outcome>> {
+        let (run, rel, dir) = (self.run, self.rel, &self.dir);
+        self.iterations += 1;
+        let given = inputs_given(dir, node, phase);
+        let end = one_phase(run, rel, dir, phase, self.ws, given, note)?;
+        let attempt = Attempt {
+            phase,
+            iterations: self.iterations,
+        };
+        after_phase(
+            run,
+            rel,
+            dir,
+            attempt,
+            end,
+            &mut self.failed,
+            &mut self.fresh,
+        )
+    }
+
+    /// The planner says complete. A decomposed task is complete once its sub-tasks passed,
+    /// but with isolation their work reaches its branch only by merge-back and the
+    /// integration gate: a run killed between a sub-task's PASS and its merge left that
+    /// undone, so the waves are walked once more first.
+    fn complete(
+        &mut self,
+        tree: TaskTree,
+        last: &mut Option<TaskTree>,
+    ) -> super::Result<Option<Outcome>> {
+        let node = &tree.nodes[0];
+        if let (Some(pws), Some(Ok(plan)), false) = (self.ws, &node.snap.plan, self.merged_all) {
+            self.merged_all = true;
+            return run_waves(self.run, self.rel, plan, Some(pws));
+        }
+        self.run
+            .progress
+            .event(&Event::TaskComplete { task: self.rel });
+        *last = Some(tree);
+        Ok(Some(Outcome::Complete))
     }
 }
 
 /// Why the sub-task `rel` (or a parent above it) may not start now by its parent's plan,
 /// with the command that moves it on in order; `None` when it may, or when it is not a
 /// sub-task of a plan.
-fn not_ready(run: &Run<'_>, rel: &str) -> Option<String> {
+pub(super) fn not_ready(run: &Run<'_>, rel: &str) -> Option<String> {
     let mut child = rel;
     while let Some(parent) = parent_of(child) {
         let tree = TaskTree::load_states(&run.settings.project, parent, &run.config);
@@ -296,14 +333,20 @@ fn not_ready(run: &Run<'_>, rel: &str) -> Option<String> {
 /// Test builds only: `AUTOMATON_TEST_PANIC=<task>` panics when that task's drive starts, so
 /// the tests can show that a panicking worker stops the run instead of hanging it.
 #[cfg(debug_assertions)]
-fn panic_for_tests(rel: &str) {
+pub(super) fn panic_for_tests(rel: &str) {
     if std::env::var("AUTOMATON_TEST_PANIC").is_ok_and(|t| t == rel) {
         panic!("AUTOMATON_TEST_PANIC: {rel}");
     }
 }
 
 /// What [`next_action`] decides from: the task as read, the caps, the clock.
-fn facts(run: &Run<'_>, dir: &Path, tree: &TaskTree, node: &TaskNode, iterations: u64) -> Facts {
+pub(super) fn facts(
+    run: &Run<'_>,
+    dir: &Path,
+    tree: &TaskTree,
+    node: &TaskNode,
+    iterations: u64,
+) -> Facts {
     let state = node.state();
     // Done is verified, not claimed: a PASS counts once the verify command passed for this
     // very VERDICT.md (so a retry after a failed verify verifies again).
@@ -349,7 +392,7 @@ fn facts(run: &Run<'_>, dir: &Path, tree: &TaskTree, node: &TaskNode, iterations
 }
 
 /// The stop and its reason for an action that stops the task (or the run) with a message.
-fn stop_reason(
+pub(super) fn stop_reason(
     run: &Run<'_>,
     rel: &str,
     dir: &Path,
@@ -437,7 +480,7 @@ fn stop_reason(
 /// Run the verify command on a PASS verdict; the stop when it fails. Until it passes the task
 /// is not complete: a run cut short here (Ctrl-C, the total cap, kill -9) leaves it stopped,
 /// never complete.
-fn verify_pass(
+pub(super) fn verify_pass(
     run: &Run<'_>,
     rel: &str,
     dir: &Path,
@@ -463,173 +506,11 @@ fn verify_pass(
     Ok(None)
 }
 
-/// The stop reason of a changed frozen acceptance file.
-fn frozen_reason(rel: &str, what: &str) -> String {
-    format!(
-        "frozen acceptance files changed: {what}; they were frozen when test_design completed \
-         (TEST_PLAN.md and its `## Acceptance tests`). Restore them, or accept the change with \
-         `automaton approve {rel}`"
-    )
-}
-
-/// How one phase run ended, before the retry decision.
-enum PhaseEnd {
-    /// It succeeded: the folder as read after it.
-    Done(TaskTree),
-    /// The attempt failed in a way a retry may mend (nothing recorded yet).
-    Failed {
-        kind: StopKind,
-        reason: String,
-        rate_limited: bool,
-        attempt: u32,
-    },
-    /// The task (or the run) stops; already recorded and announced.
-    Stop(Outcome),
-}
-
-/// Which phase ran, and the task's iteration count after it.
-#[derive(Clone, Copy)]
-struct Attempt {
-    phase: Phase,
-    iterations: u64,
-}
-
-/// Act on a phase's end: go on, retry it after the backoff ([`retry`] decides), or stop the
-/// task with the last cause and the attempt count. `Some(outcome)` when the drive ends.
-fn after_phase(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    at: Attempt,
-    end: PhaseEnd,
-    failed: &mut Option<(Phase, u32)>,
-    fresh: &mut Option<TaskTree>,
-) -> super::Result<Option<Outcome>> {
-    let (kind, reason, rate_limited, attempt) = match end {
-        PhaseEnd::Done(tree) => {
-            *failed = None;
-            *fresh = Some(tree);
-            return Ok(None);
-        }
-        PhaseEnd::Stop(outcome) => return Ok(Some(outcome)),
-        PhaseEnd::Failed {
-            kind,
-            reason,
-            rate_limited,
-            attempt,
-        } => (kind, reason, rate_limited, attempt),
-    };
-    let failures = match *failed {
-        Some((p, n)) if p == at.phase => n + 1,
-        _ => 1,
-    };
-    *failed = Some((at.phase, failures));
-    let decision = retry(&RetryFacts {
-        kind,
-        failures,
-        retries: run.retries,
-        rate_limited,
-        backoff: run.retry_backoff,
-        iterations: at.iterations,
-        max_iterations: run.limits.iterations,
-        step: run.step,
-        now: Instant::now(),
-        deadline: run.deadline,
-    });
-    let attempts = |n: u32| format!("{n} attempt{}", if n == 1 { "" } else { "s" });
-    let (kind, reason) = match decision {
-        Retry::After(wait) => {
-            let kept = set_aside_failed_artifact(run, rel, dir, at.phase, attempt)?;
-            run.progress.event(&Event::PhaseRetry {
-                task: rel,
-                phase: at.phase.word(),
-                attempt,
-                failures,
-                retries: run.retries,
-                kind: kind.word(),
-                reason: &reason,
-                rate_limited,
-                backoff: wait,
-                artifact_kept: kept.as_deref(),
-            });
-            // Ctrl-C or the deadline ends the wait; the next turn's decision sees them.
-            super::retry::backoff(wait, run.deadline, run.cancel);
-            return Ok(None);
-        }
-        Retry::GiveUp(GiveUp::NotRetryable) => (kind, reason),
-        Retry::GiveUp(GiveUp::Exhausted) if run.retries == 0 => (kind, reason),
-        Retry::GiveUp(GiveUp::Exhausted) => (
-            kind,
-            format!(
-                "{reason}; gave up after {} of {} (`- **Retries**: {}`)",
-                attempts(failures),
-                at.phase.word(),
-                run.retries
-            ),
-        ),
-        Retry::GiveUp(GiveUp::IterationCap) => (
-            StopKind::IterationCap,
-            format!(
-                "iteration cap reached ({} phases in this run) after {} of {} failed: {reason}",
-                run.limits.iterations,
-                attempts(failures),
-                at.phase.word()
-            ),
-        ),
-        Retry::GiveUp(GiveUp::Deadline) => (
-            StopKind::TotalTimeCap,
-            format!(
-                "total time cap of {} would pass during the backoff before retrying {}: {reason}",
-                super::agent::human_duration(run.limits.total),
-                at.phase.word()
-            ),
-        ),
-    };
-    stop_task(run, rel, dir, kind, reason).map(Some)
-}
-
-/// Before a retry: move what the failed attempt left of its artifact (partial, malformed,
-/// written by an agent that then failed) to `logs/failed/<NAME>-<attempt>.md`, so that the
-/// next attempt starts clean and nothing is lost. A copy a fix task started with stays.
-fn set_aside_failed_artifact(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    phase: Phase,
-    attempt: u32,
-) -> super::Result<Option<String>> {
-    let artifact = phase.artifact();
-    let name = artifact.file_name();
-    let src = dir.join(name);
-    if !src.exists() {
-        return Ok(None);
-    }
-    let tree = load(run, rel);
-    if let Some(node) = tree.nodes.first()
-        && artifact_check(&node.snap, dir, artifact) == ArtifactCheck::Inherited
-    {
-        return Ok(None);
-    }
-    let failed_dir = dir.join("logs/failed");
-    std::fs::create_dir_all(&failed_dir)?;
-    let stem = name.trim_end_matches(".md");
-    let kept = (0..)
-        .map(|i| match i {
-            0 => format!("{stem}-{attempt}.md"),
-            i => format!("{stem}-{attempt}.{i}.md"),
-        })
-        .find(|n| !failed_dir.join(n).exists())
-        .unwrap_or_else(|| format!("{stem}-{attempt}.md"));
-    std::fs::rename(&src, failed_dir.join(&kept))?;
-    crate::store::inputs::forget(dir, &[name])?;
-    Ok(Some(format!("logs/failed/{kept}")))
-}
-
 /// Marks (in the task folder) that the plan was sent back for its over-budget rows once.
-const REPLANNED_FILE: &str = "logs/plan-sent-back.md";
+pub(super) const REPLANNED_FILE: &str = "logs/plan-sent-back.md";
 
 /// The rows of a task's plan whose estimate exceeds the max peak context.
-fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n SubtaskRow> {
+pub(super) fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n SubtaskRow> {
     match &node.snap.plan {
         Some(Ok(plan)) => plan
             .rows
@@ -642,7 +523,7 @@ fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n SubtaskRow> {
 
 /// What the decomposition phase is told when its plan comes back (seed 000, "VRAM-Aware
 /// Sub-Task Splitting").
-fn replan_note(run: &Run<'_>, rows: &[&SubtaskRow]) -> String {
+pub(super) fn replan_note(run: &Run<'_>, rows: &[&SubtaskRow]) -> String {
     let mut note = format!(
         "## Sent back: sub-tasks over the context budget\n\n\
          The max peak context per sub-task is {} tokens. These rows of DECOMPOSITION.md \
@@ -665,266 +546,12 @@ fn replan_note(run: &Run<'_>, rows: &[&SubtaskRow]) -> String {
     note
 }
 
-/// `--step` on a task whose sub-tasks run next: make the planned folders, then run one phase
-/// of the first sub-task that may run (by wave, then name; hand-made ones by name).
-fn step_subtask(run: &Run<'_>, rel: &str, dir: &Path, tree: &TaskTree) -> super::Result<Outcome> {
-    let Some(node) = tree.nodes.first() else {
-        return Err(super::RunError::TaskGone(rel.to_string()));
-    };
-    let next = match &node.snap.plan {
-        Some(Ok(plan)) => {
-            sync_subtasks(run, rel, dir, plan, &node.decision)?;
-            let _ = plan;
-            let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
-            let rules = super::wave_rules(run.cfg, run.isolation.is_some());
-            let gates = gates_passed(dir);
-            waves_of(&tree, 0, rules, &gates)
-                .and_then(|w| w.ready(&[], &[], 1).first().copied())
-                .map(|name| format!("{rel}/subtasks/{name}"))
-        }
-        _ => node
-            .children
-            .iter()
-            .map(|c| &tree.nodes[*c])
-            .find(|c| !c.state().is_terminal())
-            .map(|c| c.rel.clone()),
-    };
-    let Some(child) = next else {
-        let reason = format!("no sub-task of {rel} can run now (each waits on another)");
-        return Ok(stopped(StopKind::NeedsHuman, reason));
-    };
-    Ok(match drive(run, &child, false)? {
-        // The parent goes on after this sub-task: the step is done either way.
-        Outcome::Complete => Outcome::Stepped { task: child },
-        other => other,
-    })
-}
-
-/// Drive the non-terminal sub-tasks made by hand (a task without DECOMPOSITION.md), one after
-/// another. Returns a stop when one needs a human or the run must end.
-fn run_children(run: &Run<'_>, tree: &TaskTree) -> super::Result<Option<Outcome>> {
-    let Some(node) = tree.nodes.first() else {
-        return Ok(None);
-    };
-    for c in &node.children {
-        let child = &tree.nodes[*c];
-        if child.state().is_terminal() {
-            continue;
-        }
-        run.progress.event(&Event::SubtaskStarted {
-            task: &child.rel,
-            parent: &node.rel,
-            wave: None,
-        });
-        match drive(run, &child.rel, false)? {
-            Outcome::Complete => {}
-            other => return Ok(Some(other)),
-        }
-    }
-    Ok(None)
-}
-
-/// Run one phase and judge what it left: `Ok(tree)` (the folder as read after the phase)
-/// to go on, `Err(outcome)` when the task must stop.
-fn one_phase(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    phase: Phase,
-    ws: Option<&Workspace>,
-    given: crate::store::inputs::Hashes,
-    note: Option<&str>,
-) -> super::Result<PhaseEnd> {
-    let guarded = phase.artifact() > Artifact::TestPlan;
-    let frozen_before = guarded.then(|| frozen::before_phase(dir)).flatten();
-    let pr = run_phase_noted(run, phase, rel, dir, ws, note)?;
-    // What the phase was given (hashed as it was given): an input edited later makes the
-    // artifact stale. Recorded before the folder is read again, which judges staleness.
-    if dir.join(phase.artifact().file_name()).exists() {
-        crate::store::inputs::record(dir, phase.artifact().file_name(), given)?;
-    }
-    let o = &pr.outcome;
-    let log_rel = format!("{rel}/logs/{}-{}.log", phase.word(), pr.attempt);
-    let end = o
-        .end
-        .describe_with(Some(run.limits.phase), Some(run.limits.stall));
-    let rep = &pr.report;
-    run.progress.event(&Event::PhaseFinished {
-        task: rel,
-        phase: phase.word(),
-        attempt: pr.attempt,
-        seconds: o.duration,
-        end: &end,
-        contract_met: o.contract_met,
-        log: &pr.log,
-        agent: run.adapter.name(),
-        ok: rep.ok,
-        error: rep.error.as_deref(),
-        session_id: rep.session_id.as_deref(),
-        model: rep.model.as_deref(),
-        input_tokens: rep.input_tokens,
-        output_tokens: rep.output_tokens,
-        cost_usd: rep.cost_usd,
-        exited_fine: matches!(&o.end, super::agent::AgentEnd::Exited(s) if s.success() || o.contract_met),
-    });
-    // A frozen acceptance file changed by a phase after test_design: stop at once. The
-    // record itself removed or garbled by the phase is put back first, so it judges.
-    if guarded {
-        if let Some(what) = frozen::restore(dir, frozen_before.as_ref())? {
-            run.progress.event(&Event::FrozenRestored {
-                task: rel,
-                phase: phase.word(),
-                attempt: pr.attempt,
-                what: &what,
-            });
-        }
-        let changed = frozen::changed(dir);
-        if !changed.is_empty() {
-            frozen::record_changes(dir, &changed, phase.word(), Some(pr.attempt))?;
-            let what = frozen::summary(dir).unwrap_or_else(|| changed.join(", "));
-            let reason = frozen_reason(rel, &what);
-            return stop_task(run, rel, dir, StopKind::Frozen, reason).map(PhaseEnd::Stop);
-        }
-    }
-    if let Some((kind, what)) = pr.budget_stop.clone() {
-        let reason = format!(
-            "{what}, while {} ran (its agent was stopped; see {log_rel})",
-            phase.word()
-        );
-        return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
-    }
-    // The run that wrote the artifact is judged on it, marker or not.
-    if !dir.is_dir() {
-        return Err(super::RunError::TaskGone(rel.to_string()));
-    }
-    let mut read_warnings = Vec::new();
-    let mut judged_snap =
-        crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut read_warnings);
-    let judged = judge_phase(&PhaseFacts {
-        phase,
-        end: super::end_of(&o.end),
-        end_text: &end,
-        contract_met: o.contract_met,
-        stopped_after_contract: o.stopped_after_contract,
-        agent_ok: rep.ok,
-        agent_error: rep.error.as_deref(),
-        artifact: artifact_check(&judged_snap, dir, phase.artifact()),
-        log: &log_rel,
-    });
-    // What the agent wrote counts only once the run was judged a success; after a failure (a
-    // timeout, a crash mid-write, a malformed file) the marker stays, and the next run sets the
-    // artifact aside under logs/incomplete/ and runs the phase again.
-    if let Err((kind, reason)) = judged {
-        return Ok(PhaseEnd::Failed {
-            kind,
-            reason,
-            rate_limited: rep.rate_limited,
-            attempt: pr.attempt,
-        });
-    }
-    if judged_snap.incomplete.take().is_some() {
-        crate::store::task_files::clear_incomplete(dir)?;
-    }
-    // Unmarked, the folder read for the judge is what a read now would give: reused.
-    let mut tree = gated(
-        run,
-        TaskTree::load_task_given(
-            &run.settings.project,
-            rel,
-            &run.config,
-            judged_snap,
-            read_warnings,
-        ),
-    );
-    if tree.nodes.is_empty() {
-        return Err(super::RunError::TaskGone(rel.to_string()));
-    }
-    // Nothing an agent did exists only as uncommitted files.
-    if let (Some(iso), Some(ws)) = (run.isolation, ws) {
-        match iso.commit_phase(ws, rel, phase.word()) {
-            Ok(Some(commit)) => run.progress.event(&Event::Committed {
-                task: rel,
-                phase: phase.word(),
-                branch: &ws.branch,
-                commit: &commit,
-            }),
-            Ok(None) => {}
-            Err(e) => {
-                let reason = format!("cannot commit the {} phase's work: {e}", phase.word());
-                return stop_task(run, rel, dir, StopKind::Isolation, reason).map(PhaseEnd::Stop);
-            }
-        }
-    }
-    if rep.ok.is_none()
-        && let Some(why) = &rep.error
-    {
-        run.progress
-            .line(&format!("warning: {rel}: {}: {why}", phase.word()));
-    }
-    let artifact = phase.artifact();
-    run.progress.event(&Event::ArtifactValidated {
-        task: rel,
-        phase: phase.word(),
-        artifact: artifact.file_name(),
-        duration: o.duration,
-        usage: &usage_note(rep),
-    });
-    // The verify command also runs after implement, to stop early; a PASS is checked again
-    // when the task reaches complete (see `drive`).
-    if phase == Phase::Implement
-        && let Some(cmd) = run.verify_command
-    {
-        if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
-            return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
-        }
-        // It ran in the task's workspace and may have touched the task: read it again.
-        tree = load(run, rel);
-    }
-    // Seed 003: the acceptance oracle is frozen once test_design wrote it.
-    if phase == Phase::TestDesign {
-        freeze(run, rel, dir, ws, Freeze::AfterTestDesign)?;
-        if let Some(node) = tree.nodes.first_mut() {
-            node.snap.has_frozen = true;
-        }
-    }
-    Ok(PhaseEnd::Done(tree))
-}
-
-/// Why the acceptance oracle is frozen.
-#[derive(Clone, Copy)]
-enum Freeze {
-    AfterTestDesign,
-    /// Before a later phase: no `.state.frozen` was there (a power cut took it before its
-    /// fsync, `approve` set an unreadable one aside, or TEST_PLAN.md was written by hand).
-    Missing,
-}
-
-/// Freeze the task's acceptance oracle (TEST_PLAN.md and its acceptance files, relative to
-/// the agent's working directory) and say so.
-fn freeze(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    ws: Option<&Workspace>,
-    why: Freeze,
-) -> super::Result<()> {
-    let root = ws.map_or(run.settings.project.as_path(), |w| w.cwd.as_path());
-    let files = frozen::freeze(dir, root)?;
-    let reason = match why {
-        Freeze::AfterTestDesign => FreezeReason::TestDesign,
-        Freeze::Missing => FreezeReason::Missing,
-    };
-    run.progress.event(&Event::Frozen {
-        task: rel,
-        files: &files,
-        root,
-        reason,
-    });
-    Ok(())
-}
-
 /// The hashes of the artifacts a phase is given (every earlier one present), as it starts.
-fn inputs_given(dir: &Path, node: &TaskNode, phase: Phase) -> crate::store::inputs::Hashes {
+pub(super) fn inputs_given(
+    dir: &Path,
+    node: &TaskNode,
+    phase: Phase,
+) -> crate::store::inputs::Hashes {
     let inputs: Vec<Artifact> = node
         .snap
         .artifacts
@@ -935,444 +562,6 @@ fn inputs_given(dir: &Path, node: &TaskNode, phase: Phase) -> crate::store::inpu
 }
 
 /// The parent of a sub-task's path (`a/subtasks/b` → `a`).
-fn parent_of(rel: &str) -> Option<&str> {
+pub(super) fn parent_of(rel: &str) -> Option<&str> {
     rel.rsplit_once("/subtasks/").map(|(parent, _)| parent)
-}
-
-/// The task's workspace when isolation is on (made on first use, then set up once: the
-/// `.worktreeinclude` files copied in and the setup command run); the stop when it cannot be
-/// made or set up.
-fn workspace(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-) -> super::Result<Result<Option<Workspace>, (StopKind, String)>> {
-    let Some(iso) = run.isolation else {
-        return Ok(Ok(None));
-    };
-    let ws = match iso.prepare(rel, dir, parent_of(rel)) {
-        Ok(ws) => ws,
-        Err(e) => {
-            let reason = format!("cannot make the task's worktree: {e}");
-            return Ok(Err((StopKind::Isolation, reason)));
-        }
-    };
-    run.progress.event(&Event::Workspace {
-        task: rel,
-        branch: &ws.branch,
-        worktree: &ws.worktree,
-    });
-    let setup_failed = |e: &dyn std::fmt::Display| {
-        Err((
-            StopKind::Isolation,
-            format!("cannot set up the worktree {}: {e}", ws.worktree.display()),
-        ))
-    };
-    match iso.needs_setup(&ws) {
-        Ok(false) => return Ok(Ok(Some(ws))),
-        Ok(true) => {}
-        Err(e) => return Ok(setup_failed(&e)),
-    }
-    match iso.copy_included(&ws) {
-        Ok(files) if !files.is_empty() => run.progress.event(&Event::WorktreeInclude {
-            task: rel,
-            worktree: &ws.worktree,
-            files: &files,
-        }),
-        Ok(_) => {}
-        Err(e) => return Ok(setup_failed(&e)),
-    }
-    if let Some(cmd) = run.cfg.setup_command.as_deref()
-        && let Some((kind, reason)) = super::phase::run_setup(run, cmd, rel, dir, &ws)?
-    {
-        let reason = if kind == StopKind::Isolation {
-            format!(
-                "the worktree {} could not be set up: {reason}",
-                ws.worktree.display()
-            )
-        } else {
-            reason
-        };
-        return Ok(Err((kind, reason)));
-    }
-    if let Err(e) = iso.mark_set_up(&ws) {
-        return Ok(setup_failed(&e));
-    }
-    Ok(Ok(Some(ws)))
-}
-
-/// What the task folder holds of a phase's artifact.
-fn artifact_check(
-    snap: &crate::task::snapshot::Snapshot,
-    dir: &Path,
-    artifact: Artifact,
-) -> ArtifactCheck {
-    let name = artifact.file_name();
-    if !snap.artifacts.contains(artifact) {
-        return if !dir.join(name).exists() {
-            ArtifactCheck::Missing
-        } else if snap
-            .origin
-            .as_ref()
-            .is_some_and(|or| or.inherited.contains_key(name))
-        {
-            ArtifactCheck::Inherited
-        } else {
-            ArtifactCheck::Empty
-        };
-    }
-    let malformed = match artifact {
-        Artifact::Verdict => snap.verdict.as_ref().and_then(|v| v.verdict.clone().err()),
-        Artifact::Decomposition => match &snap.plan {
-            Some(Err(e)) => Some(e.to_string()),
-            _ => None,
-        },
-        _ => None,
-    };
-    malformed.map_or(ArtifactCheck::Valid, ArtifactCheck::Malformed)
-}
-
-/// ", 1,234 tokens, $0.0123" for a phase whose agent reported usage; empty otherwise.
-fn usage_note(rep: &super::adapter::PhaseReport) -> String {
-    let mut s = String::new();
-    if let Some(t) = rep.tokens() {
-        s.push_str(&format!(", {} tokens", crate::units::thousands(t)));
-    }
-    if let Some(c) = rep.cost_usd {
-        s.push_str(&format!(", ${c:.4}"));
-    }
-    s
-}
-
-/// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
-/// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
-/// dependents. A sub-task that waits for a person without being terminal (a gate, stale
-/// artifacts) is not driven again in this run; its siblings go on, and once they are done the
-/// parent stops with that wait. Returns a stop when the whole run must end (Ctrl-C, total time
-/// cap), when a sub-task waits, or when the parent must (a merge-back conflict, a failed
-/// integration gate).
-///
-/// With isolation, every passed sub-task is merged into the parent's integration branch before
-/// anything is scheduled, and after each wave's merges the verify command runs in the
-/// integration worktree: a later wave starts only once that gate passed.
-fn run_waves(
-    run: &Run<'_>,
-    parent_rel: &str,
-    plan: &Plan,
-    parent_ws: Option<&Workspace>,
-) -> super::Result<Option<Outcome>> {
-    let parent_dir = run.settings.project.join(parent_rel);
-    let integration = run.isolation.zip(parent_ws);
-    let parallel = plan
-        .rows
-        .iter()
-        .any(|r| plan.rows.iter().filter(|o| o.wave == r.wave).count() > 1);
-    if integration.is_none() && parallel && run.limits.jobs > 1 {
-        run.progress.line(&format!(
-            "warning: {parent_rel}: isolation is none: parallel sub-tasks share the project's working tree"
-        ));
-    }
-    // VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
-    // before the first wave starts, with the numbers.
-    if let Some(gate) = &run.vram
-        && run.executor.runs_on_this_host()
-    {
-        let refused: Vec<String> = plan
-            .rows
-            .iter()
-            .filter_map(|r| {
-                let need = r.estimate?.saturating_mul(gate.kv_per_token);
-                gate.check(&format!("{parent_rel}/subtasks/{}", r.name), need)
-                    .err()
-            })
-            .collect();
-        if !refused.is_empty() {
-            return Err(std::io::Error::other(format!(
-                "refused before the first wave started: {}",
-                refused.join("; ")
-            ))
-            .into());
-        }
-    }
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
-        let mut running: Vec<String> = Vec::new();
-        let mut run_stop: Option<Outcome> = None;
-        // The parent's own stop, raised once what runs has finished.
-        let mut parent_stop: Option<(StopKind, String)> = None;
-        let mut merged: Vec<String> = Vec::new();
-        let mut gated: Vec<u32> = Vec::new();
-        // Sub-tasks that stopped to wait for a person: (name, kind, reason).
-        let mut held: Vec<(String, StopKind, String)> = Vec::new();
-        // Sub-tasks whose drive ended on an error: never started again in this run.
-        let mut errored: Vec<String> = Vec::new();
-        // The siblings' states, read once here; after that only the sub-task that just
-        // finished is read again (a sub-task about to start is read afresh by its own drive).
-        let project = &run.settings.project;
-        let mut tree = TaskTree::load_states(project, parent_rel, &run.config);
-        loop {
-            let stopping = run_stop.is_some()
-                || parent_stop.is_some()
-                || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
-            if !stopping {
-                let state_of = |name: &str| {
-                    tree.find(&format!("{parent_rel}/subtasks/{name}"))
-                        .map(|i| tree.nodes[i].state())
-                };
-                if let Some((iso, pws)) = integration {
-                    for row in &plan.rows {
-                        if state_of(&row.name) != Some(State::Complete)
-                            || merged.contains(&row.name)
-                        {
-                            continue;
-                        }
-                        let sub_rel = format!("{parent_rel}/subtasks/{}", row.name);
-                        match merge_subtask(run, iso, &sub_rel, pws) {
-                            Ok(()) => merged.push(row.name.clone()),
-                            Err(reason) => {
-                                parent_stop = Some((StopKind::Isolation, reason));
-                                break;
-                            }
-                        }
-                    }
-                    if parent_stop.is_none()
-                        && let Some(cmd) = run.verify_command
-                    {
-                        parent_stop = integration_gates(
-                            run,
-                            cmd,
-                            parent_rel,
-                            &parent_dir,
-                            pws,
-                            plan,
-                            &state_of,
-                            &mut gated,
-                        )?;
-                    }
-                }
-                // The planner picks what starts, against the siblings as read: the gates of
-                // this run's integration, what runs, what waits for a person or failed.
-                let rules = WaveRules {
-                    gated: integration.is_some() && run.verify_command.is_some(),
-                    ..super::wave_rules(run.cfg, run.isolation.is_some())
-                };
-                let busy: Vec<&str> = running.iter().map(String::as_str).collect();
-                let held_now: Vec<&str> = held
-                    .iter()
-                    .map(|(h, _, _)| h.as_str())
-                    .chain(errored.iter().map(String::as_str))
-                    .collect();
-                let slots = run.limits.jobs.saturating_sub(running.len());
-                let start: Vec<String> = match waves_of(&tree, 0, rules, &gated) {
-                    // The parent is the one being driven: its own stop does not hold them.
-                    Some(waves) if parent_stop.is_none() => Waves {
-                        parent_stop: None,
-                        ..waves
-                    }
-                    .ready(&busy, &held_now, slots)
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect(),
-                    _ => Vec::new(),
-                };
-                for name in start {
-                    let Some(row) = plan.row(&name) else { continue };
-                    running.push(row.name.clone());
-                    let tx = tx.clone();
-                    let child_rel = format!("{parent_rel}/subtasks/{name}");
-                    run.progress.event(&Event::SubtaskStarted {
-                        task: &child_rel,
-                        parent: parent_rel,
-                        wave: Some(row.wave),
-                    });
-                    scope.spawn(move || {
-                        // A panic is caught and sent like any end, so the loop that waits for
-                        // every sub-task it started always hears from this one.
-                        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            drive(run, &child_rel, false)
-                        }))
-                        .unwrap_or_else(|panic| {
-                            Err(super::RunError::panicked(&child_rel, &*panic))
-                        });
-                        let _ = tx.send((name, out));
-                    });
-                }
-            }
-            if running.is_empty() {
-                break;
-            }
-            let Ok((name, out)) = rx.recv() else { break };
-            running.retain(|r| *r != name);
-            let child_rel = format!("{parent_rel}/subtasks/{name}");
-            match out {
-                Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
-                    run_stop.get_or_insert(stopped(kind, reason));
-                }
-                Ok(Outcome::Stopped { kind, reason }) if !kind.is_recorded() => {
-                    if kind == StopKind::AwaitingApproval {
-                        // A person is needed now, while the siblings go on.
-                        let command = format!("automaton approve {child_rel}");
-                        let state = load(run, &child_rel)
-                            .nodes
-                            .first()
-                            .map_or("?", |n| n.state().word());
-                        super::notify::send(
-                            run,
-                            &super::notify::Notice {
-                                event: "awaiting_approval",
-                                task: &child_rel,
-                                state,
-                                kind: Some(kind.word()),
-                                reason: Some(&reason),
-                                exit_code: kind.code(),
-                                command: Some(&command),
-                            },
-                        );
-                    }
-                    held.push((name, kind, reason));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    errored.push(name.clone());
-                    let dir = project.join(&child_rel);
-                    let reason = format!("error: {e:#}");
-                    // A bug in automaton ends the run once what runs has finished.
-                    if matches!(e, super::RunError::Panicked { .. }) {
-                        run_stop.get_or_insert(stopped(StopKind::Internal, reason.clone()));
-                    }
-                    run.progress.line(&format!("✘ {child_rel}: {reason}"));
-                    // Stopped for a person: recorded in its `.stop` when the folder can be
-                    // written, and in any case never started again in this run (a folder
-                    // that cannot be written would otherwise be retried at once, forever).
-                    if let Err(w) = write_stop(&dir, &reason) {
-                        let reason = format!(
-                            "{child_rel} stopped on an error ({reason}), and \
-                             its stop could not be recorded either: {w}"
-                        );
-                        held.push((name, StopKind::NeedsHuman, reason));
-                    }
-                }
-            }
-            // Read once its end is recorded (an error's `.stop` included).
-            if !tree.reload(project, &child_rel, &run.config, false) {
-                tree = TaskTree::load_states(project, parent_rel, &run.config);
-            }
-        }
-        if run_stop.is_none()
-            && let Some((kind, reason)) = parent_stop
-        {
-            return stop_task(run, parent_rel, &parent_dir, kind, reason).map(Some);
-        }
-        if run_stop.is_none() {
-            // A wait for approval before staleness: it is the one a person can act on now.
-            held.sort_by_key(|(_, kind, _)| *kind != StopKind::AwaitingApproval);
-            if let Some((_, kind, reason)) = held.first() {
-                let more = match held.len() {
-                    1 => String::new(),
-                    n => format!(
-                        " ({} more sub-tasks wait too; `automaton status` lists them)",
-                        n - 1
-                    ),
-                };
-                run_stop = Some(stopped(*kind, format!("{reason}{more}")));
-            }
-        }
-        Ok(run_stop)
-    })
-}
-
-/// Merge a passed sub-task's branch into the integration branch; the reason when it cannot be
-/// (a conflict names the sub-task and every conflicting file; the integration branch is left
-/// as it was and the sub-task's branch keeps its commits).
-fn merge_subtask(
-    run: &Run<'_>,
-    iso: &Isolation,
-    sub_rel: &str,
-    parent: &Workspace,
-) -> Result<(), String> {
-    let sub_dir = run.settings.project.join(sub_rel);
-    // A sub-task that passed before isolation was on has no branch: nothing to merge.
-    let Some(record) = crate::store::isolation::read(&sub_dir) else {
-        return Ok(());
-    };
-    let sub = Workspace {
-        cwd: PathBuf::from(&record.worktree),
-        worktree: PathBuf::from(&record.worktree),
-        branch: record.branch,
-    };
-    match iso.merge_back(&sub, parent) {
-        Ok(Merge::Conflict(files)) => Err(format!(
-            "merging {sub_rel} ({}) into {} conflicts in {}; resolve it by merging {} into {} \
-             (its worktree is {}), then run `orchestrate --task {}` again",
-            sub.branch,
-            parent.branch,
-            files.join(", "),
-            sub.branch,
-            parent.branch,
-            parent.worktree.display(),
-            parent_of(sub_rel).unwrap_or(sub_rel),
-        )),
-        Ok(how) => {
-            if how != Merge::UpToDate {
-                run.progress.event(&Event::Merged {
-                    task: sub_rel,
-                    branch: &sub.branch,
-                    into: &parent.branch,
-                });
-            }
-            Ok(())
-        }
-        Err(e) => Err(format!("cannot merge {sub_rel} back: {e}")),
-    }
-}
-
-/// Run the integration gate of every wave whose sub-tasks are all terminal (and merged) and
-/// that has not passed yet, lowest first. A pass is recorded with the integration branch's tip
-/// in `logs/integration-<wave>.passed`, so a rerun does not repeat it for the same code.
-#[allow(clippy::too_many_arguments)]
-fn integration_gates(
-    run: &Run<'_>,
-    cmd: &str,
-    parent_rel: &str,
-    parent_dir: &Path,
-    parent: &Workspace,
-    plan: &Plan,
-    state_of: &dyn Fn(&str) -> Option<State>,
-    gated: &mut Vec<u32>,
-) -> super::Result<Option<(StopKind, String)>> {
-    let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
-    waves.sort_unstable();
-    waves.dedup();
-    for wave in waves {
-        if gated.contains(&wave) {
-            continue;
-        }
-        let done = plan
-            .rows
-            .iter()
-            .filter(|r| r.wave <= wave)
-            .all(|r| state_of(&r.name).is_some_and(State::is_terminal));
-        if !done {
-            return Ok(None);
-        }
-        let tip = run
-            .isolation
-            .and_then(|iso| iso.repo.branch_tip(&parent.branch))
-            .unwrap_or_default();
-        let record = parent_dir.join(format!("logs/integration-{wave}.passed"));
-        if crate::fsx::read_to_string(&record).is_ok_and(|t| t.trim() == tip) {
-            gated.push(wave);
-            continue;
-        }
-        let stem = format!("integration-{wave}");
-        if let Some((kind, reason)) =
-            run_verify(run, cmd, parent_rel, parent_dir, Some(parent), &stem)?
-        {
-            let reason = format!("the integration gate after wave {wave} failed: {reason}");
-            return Ok(Some((kind, reason)));
-        }
-        write_atomic(&record, format!("{tip}\n").as_bytes())?;
-        gated.push(wave);
-    }
-    Ok(None)
 }

@@ -9,6 +9,7 @@ pub mod driver;
 pub mod event;
 pub mod executor;
 pub mod isolation;
+pub mod judge;
 pub mod notify;
 pub mod phase;
 pub mod ports;
@@ -19,6 +20,8 @@ pub mod recover;
 pub mod retry;
 pub mod subtasks;
 pub mod vram;
+pub mod waves;
+pub mod workspace;
 
 use crate::settings::{Settings, SettingsError};
 use crate::state::PhaseConfig;

@@ -1,0 +1,418 @@
+//! The wave scheduler of a decomposed task: the planner ([`crate::plan::waves`]) says which
+//! sub-tasks may start; each runs on a worker thread, at most `jobs` at once, and reports its
+//! end on one channel. With isolation, passed sub-tasks are merged back and each wave's
+//! integration gate runs before a later wave starts.
+
+use super::driver::{drive, load, parent_of, stop_task, stopped};
+use super::event::Event;
+use super::isolation::{Isolation, Workspace};
+use super::phase::run_verify;
+use super::subtasks::sync_subtasks;
+use super::{Outcome, Run, StopKind};
+use crate::artifact::decomposition::Plan;
+use crate::fsx::write_atomic;
+use crate::git::Merge;
+use crate::plan::waves::Waves;
+use crate::state::State;
+use crate::store::task_files::write_stop;
+use crate::task::TaskTree;
+use crate::task::readiness::{WaveRules, gates_passed, waves_of};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+/// `--step` on a task whose sub-tasks run next: make the planned folders, then run one phase
+/// of the first sub-task that may run (by wave, then name; hand-made ones by name).
+pub(super) fn step_subtask(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    tree: &TaskTree,
+) -> super::Result<Outcome> {
+    let Some(node) = tree.nodes.first() else {
+        return Err(super::RunError::TaskGone(rel.to_string()));
+    };
+    let next = match &node.snap.plan {
+        Some(Ok(plan)) => {
+            sync_subtasks(run, rel, dir, plan, &node.decision)?;
+            let _ = plan;
+            let tree = TaskTree::load_task(&run.settings.project, rel, &run.config);
+            let rules = super::wave_rules(run.cfg, run.isolation.is_some());
+            let gates = gates_passed(dir);
+            waves_of(&tree, 0, rules, &gates)
+                .and_then(|w| w.ready(&[], &[], 1).first().copied())
+                .map(|name| format!("{rel}/subtasks/{name}"))
+        }
+        _ => node
+            .children
+            .iter()
+            .map(|c| &tree.nodes[*c])
+            .find(|c| !c.state().is_terminal())
+            .map(|c| c.rel.clone()),
+    };
+    let Some(child) = next else {
+        let reason = format!("no sub-task of {rel} can run now (each waits on another)");
+        return Ok(stopped(StopKind::NeedsHuman, reason));
+    };
+    Ok(match drive(run, &child, false)? {
+        // The parent goes on after this sub-task: the step is done either way.
+        Outcome::Complete => Outcome::Stepped { task: child },
+        other => other,
+    })
+}
+
+/// Drive the non-terminal sub-tasks made by hand (a task without DECOMPOSITION.md), one after
+/// another. Returns a stop when one needs a human or the run must end.
+pub(super) fn run_children(run: &Run<'_>, tree: &TaskTree) -> super::Result<Option<Outcome>> {
+    let Some(node) = tree.nodes.first() else {
+        return Ok(None);
+    };
+    for c in &node.children {
+        let child = &tree.nodes[*c];
+        if child.state().is_terminal() {
+            continue;
+        }
+        run.progress.event(&Event::SubtaskStarted {
+            task: &child.rel,
+            parent: &node.rel,
+            wave: None,
+        });
+        match drive(run, &child.rel, false)? {
+            Outcome::Complete => {}
+            other => return Ok(Some(other)),
+        }
+    }
+    Ok(None)
+}
+
+/// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
+/// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
+/// dependents. A sub-task that waits for a person without being terminal (a gate, stale
+/// artifacts) is not driven again in this run; its siblings go on, and once they are done the
+/// parent stops with that wait. Returns a stop when the whole run must end (Ctrl-C, total time
+/// cap), when a sub-task waits, or when the parent must (a merge-back conflict, a failed
+/// integration gate).
+///
+/// With isolation, every passed sub-task is merged into the parent's integration branch before
+/// anything is scheduled, and after each wave's merges the verify command runs in the
+/// integration worktree: a later wave starts only once that gate passed.
+pub(super) fn run_waves(
+    run: &Run<'_>,
+    parent_rel: &str,
+    plan: &Plan,
+    parent_ws: Option<&Workspace>,
+) -> super::Result<Option<Outcome>> {
+    let parent_dir = run.settings.project.join(parent_rel);
+    let integration = run.isolation.zip(parent_ws);
+    let parallel = plan
+        .rows
+        .iter()
+        .any(|r| plan.rows.iter().filter(|o| o.wave == r.wave).count() > 1);
+    if integration.is_none() && parallel && run.limits.jobs > 1 {
+        run.progress.line(&format!(
+            "warning: {parent_rel}: isolation is none: parallel sub-tasks share the project's working tree"
+        ));
+    }
+    // VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
+    // before the first wave starts, with the numbers.
+    if let Some(gate) = &run.vram
+        && run.executor.runs_on_this_host()
+    {
+        let refused: Vec<String> = plan
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let need = r.estimate?.saturating_mul(gate.kv_per_token);
+                gate.check(&format!("{parent_rel}/subtasks/{}", r.name), need)
+                    .err()
+            })
+            .collect();
+        if !refused.is_empty() {
+            return Err(std::io::Error::other(format!(
+                "refused before the first wave started: {}",
+                refused.join("; ")
+            ))
+            .into());
+        }
+    }
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
+        let mut running: Vec<String> = Vec::new();
+        let mut run_stop: Option<Outcome> = None;
+        // The parent's own stop, raised once what runs has finished.
+        let mut parent_stop: Option<(StopKind, String)> = None;
+        let mut merged: Vec<String> = Vec::new();
+        let mut gated: Vec<u32> = Vec::new();
+        // Sub-tasks that stopped to wait for a person: (name, kind, reason).
+        let mut held: Vec<(String, StopKind, String)> = Vec::new();
+        // Sub-tasks whose drive ended on an error: never started again in this run.
+        let mut errored: Vec<String> = Vec::new();
+        // The siblings' states, read once here; after that only the sub-task that just
+        // finished is read again (a sub-task about to start is read afresh by its own drive).
+        let project = &run.settings.project;
+        let mut tree = TaskTree::load_states(project, parent_rel, &run.config);
+        loop {
+            let stopping = run_stop.is_some()
+                || parent_stop.is_some()
+                || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
+            if !stopping {
+                let state_of = |name: &str| {
+                    tree.find(&format!("{parent_rel}/subtasks/{name}"))
+                        .map(|i| tree.nodes[i].state())
+                };
+                if let Some((iso, pws)) = integration {
+                    for row in &plan.rows {
+                        if state_of(&row.name) != Some(State::Complete)
+                            || merged.contains(&row.name)
+                        {
+                            continue;
+                        }
+                        let sub_rel = format!("{parent_rel}/subtasks/{}", row.name);
+                        match merge_subtask(run, iso, &sub_rel, pws) {
+                            Ok(()) => merged.push(row.name.clone()),
+                            Err(reason) => {
+                                parent_stop = Some((StopKind::Isolation, reason));
+                                break;
+                            }
+                        }
+                    }
+                    if parent_stop.is_none()
+                        && let Some(cmd) = run.verify_command
+                    {
+                        parent_stop = integration_gates(
+                            run,
+                            cmd,
+                            parent_rel,
+                            &parent_dir,
+                            pws,
+                            plan,
+                            &state_of,
+                            &mut gated,
+                        )?;
+                    }
+                }
+                // The planner picks what starts, against the siblings as read: the gates of
+                // this run's integration, what runs, what waits for a person or failed.
+                let rules = WaveRules {
+                    gated: integration.is_some() && run.verify_command.is_some(),
+                    ..super::wave_rules(run.cfg, run.isolation.is_some())
+                };
+                let busy: Vec<&str> = running.iter().map(String::as_str).collect();
+                let held_now: Vec<&str> = held
+                    .iter()
+                    .map(|(h, _, _)| h.as_str())
+                    .chain(errored.iter().map(String::as_str))
+                    .collect();
+                let slots = run.limits.jobs.saturating_sub(running.len());
+                let start: Vec<String> = match waves_of(&tree, 0, rules, &gated) {
+                    // The parent is the one being driven: its own stop does not hold them.
+                    Some(waves) if parent_stop.is_none() => Waves {
+                        parent_stop: None,
+                        ..waves
+                    }
+                    .ready(&busy, &held_now, slots)
+                    .into_iter()
+                    .map(str::to_string)
+                    .collect(),
+                    _ => Vec::new(),
+                };
+                for name in start {
+                    let Some(row) = plan.row(&name) else { continue };
+                    running.push(row.name.clone());
+                    let tx = tx.clone();
+                    let child_rel = format!("{parent_rel}/subtasks/{name}");
+                    run.progress.event(&Event::SubtaskStarted {
+                        task: &child_rel,
+                        parent: parent_rel,
+                        wave: Some(row.wave),
+                    });
+                    scope.spawn(move || {
+                        // A panic is caught and sent like any end, so the loop that waits for
+                        // every sub-task it started always hears from this one.
+                        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            drive(run, &child_rel, false)
+                        }))
+                        .unwrap_or_else(|panic| {
+                            Err(super::RunError::panicked(&child_rel, &*panic))
+                        });
+                        let _ = tx.send((name, out));
+                    });
+                }
+            }
+            if running.is_empty() {
+                break;
+            }
+            let Ok((name, out)) = rx.recv() else { break };
+            running.retain(|r| *r != name);
+            let child_rel = format!("{parent_rel}/subtasks/{name}");
+            match out {
+                Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
+                    run_stop.get_or_insert(stopped(kind, reason));
+                }
+                Ok(Outcome::Stopped { kind, reason }) if !kind.is_recorded() => {
+                    if kind == StopKind::AwaitingApproval {
+                        // A person is needed now, while the siblings go on.
+                        let command = format!("automaton approve {child_rel}");
+                        let state = load(run, &child_rel)
+                            .nodes
+                            .first()
+                            .map_or("?", |n| n.state().word());
+                        super::notify::send(
+                            run,
+                            &super::notify::Notice {
+                                event: "awaiting_approval",
+                                task: &child_rel,
+                                state,
+                                kind: Some(kind.word()),
+                                reason: Some(&reason),
+                                exit_code: kind.code(),
+                                command: Some(&command),
+                            },
+                        );
+                    }
+                    held.push((name, kind, reason));
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    errored.push(name.clone());
+                    let dir = project.join(&child_rel);
+                    let reason = format!("error: {e:#}");
+                    // A bug in automaton ends the run once what runs has finished.
+                    if matches!(e, super::RunError::Panicked { .. }) {
+                        run_stop.get_or_insert(stopped(StopKind::Internal, reason.clone()));
+                    }
+                    run.progress.line(&format!("✘ {child_rel}: {reason}"));
+                    // Stopped for a person: recorded in its `.stop` when the folder can be
+                    // written, and in any case never started again in this run (a folder
+                    // that cannot be written would otherwise be retried at once, forever).
+                    if let Err(w) = write_stop(&dir, &reason) {
+                        let reason = format!(
+                            "{child_rel} stopped on an error ({reason}), and \
+                             its stop could not be recorded either: {w}"
+                        );
+                        held.push((name, StopKind::NeedsHuman, reason));
+                    }
+                }
+            }
+            // Read once its end is recorded (an error's `.stop` included).
+            if !tree.reload(project, &child_rel, &run.config, false) {
+                tree = TaskTree::load_states(project, parent_rel, &run.config);
+            }
+        }
+        if run_stop.is_none()
+            && let Some((kind, reason)) = parent_stop
+        {
+            return stop_task(run, parent_rel, &parent_dir, kind, reason).map(Some);
+        }
+        if run_stop.is_none() {
+            // A wait for approval before staleness: it is the one a person can act on now.
+            held.sort_by_key(|(_, kind, _)| *kind != StopKind::AwaitingApproval);
+            if let Some((_, kind, reason)) = held.first() {
+                let more = match held.len() {
+                    1 => String::new(),
+                    n => format!(
+                        " ({} more sub-tasks wait too; `automaton status` lists them)",
+                        n - 1
+                    ),
+                };
+                run_stop = Some(stopped(*kind, format!("{reason}{more}")));
+            }
+        }
+        Ok(run_stop)
+    })
+}
+
+/// Merge a passed sub-task's branch into the integration branch; the reason when it cannot be
+/// (a conflict names the sub-task and every conflicting file; the integration branch is left
+/// as it was and the sub-task's branch keeps its commits).
+pub(super) fn merge_subtask(
+    run: &Run<'_>,
+    iso: &Isolation,
+    sub_rel: &str,
+    parent: &Workspace,
+) -> Result<(), String> {
+    let sub_dir = run.settings.project.join(sub_rel);
+    // A sub-task that passed before isolation was on has no branch: nothing to merge.
+    let Some(record) = crate::store::isolation::read(&sub_dir) else {
+        return Ok(());
+    };
+    let sub = Workspace {
+        cwd: PathBuf::from(&record.worktree),
+        worktree: PathBuf::from(&record.worktree),
+        branch: record.branch,
+    };
+    match iso.merge_back(&sub, parent) {
+        Ok(Merge::Conflict(files)) => Err(format!(
+            "merging {sub_rel} ({}) into {} conflicts in {}; resolve it by merging {} into {} \
+             (its worktree is {}), then run `orchestrate --task {}` again",
+            sub.branch,
+            parent.branch,
+            files.join(", "),
+            sub.branch,
+            parent.branch,
+            parent.worktree.display(),
+            parent_of(sub_rel).unwrap_or(sub_rel),
+        )),
+        Ok(how) => {
+            if how != Merge::UpToDate {
+                run.progress.event(&Event::Merged {
+                    task: sub_rel,
+                    branch: &sub.branch,
+                    into: &parent.branch,
+                });
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("cannot merge {sub_rel} back: {e}")),
+    }
+}
+
+/// Run the integration gate of every wave whose sub-tasks are all terminal (and merged) and
+/// that has not passed yet, lowest first. A pass is recorded with the integration branch's tip
+/// in `logs/integration-<wave>.passed`, so a rerun does not repeat it for the same code.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn integration_gates(
+    run: &Run<'_>,
+    cmd: &str,
+    parent_rel: &str,
+    parent_dir: &Path,
+    parent: &Workspace,
+    plan: &Plan,
+    state_of: &dyn Fn(&str) -> Option<State>,
+    gated: &mut Vec<u32>,
+) -> super::Result<Option<(StopKind, String)>> {
+    let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
+    waves.sort_unstable();
+    waves.dedup();
+    for wave in waves {
+        if gated.contains(&wave) {
+            continue;
+        }
+        let done = plan
+            .rows
+            .iter()
+            .filter(|r| r.wave <= wave)
+            .all(|r| state_of(&r.name).is_some_and(State::is_terminal));
+        if !done {
+            return Ok(None);
+        }
+        let tip = run
+            .isolation
+            .and_then(|iso| iso.repo.branch_tip(&parent.branch))
+            .unwrap_or_default();
+        let record = parent_dir.join(format!("logs/integration-{wave}.passed"));
+        if crate::fsx::read_to_string(&record).is_ok_and(|t| t.trim() == tip) {
+            gated.push(wave);
+            continue;
+        }
+        let stem = format!("integration-{wave}");
+        if let Some((kind, reason)) =
+            run_verify(run, cmd, parent_rel, parent_dir, Some(parent), &stem)?
+        {
+            let reason = format!("the integration gate after wave {wave} failed: {reason}");
+            return Ok(Some((kind, reason)));
+        }
+        write_atomic(&record, format!("{tip}\n").as_bytes())?;
+        gated.push(wave);
+    }
+    Ok(None)
+}
