@@ -101,7 +101,6 @@ pub(super) fn run_waves(
     plan: &Plan,
     parent_ws: Option<&Workspace>,
 ) -> super::Result<Option<Outcome>> {
-    let parent_dir = run.settings.project.join(parent_rel);
     let integration = run.isolation.zip(parent_ws);
     let parallel = plan
         .rows
@@ -112,119 +111,39 @@ pub(super) fn run_waves(
             "warning: {parent_rel}: isolation is none: parallel sub-tasks share the project's working tree"
         ));
     }
-    // VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
-    // before the first wave starts, with the numbers.
-    if let Some(gate) = &run.vram
-        && run.executor.runs_on_this_host()
-    {
-        let refused: Vec<String> = plan
-            .rows
-            .iter()
-            .filter_map(|r| {
-                let need = r.estimate?.saturating_mul(gate.kv_per_token);
-                gate.check(&format!("{parent_rel}/subtasks/{}", r.name), need)
-                    .err()
-            })
-            .collect();
-        if !refused.is_empty() {
-            return Err(std::io::Error::other(format!(
-                "refused before the first wave started: {}",
-                refused.join("; ")
-            ))
-            .into());
-        }
-    }
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
-        let mut running: Vec<String> = Vec::new();
-        let mut run_stop: Option<Outcome> = None;
-        // The parent's own stop, raised once what runs has finished.
-        let mut parent_stop: Option<(StopKind, String)> = None;
-        let mut merged: Vec<String> = Vec::new();
-        let mut gated: Vec<u32> = Vec::new();
-        // Sub-tasks that stopped to wait for a person: (name, kind, reason).
-        let mut held: Vec<(String, StopKind, String)> = Vec::new();
-        // Sub-tasks whose drive ended on an error: never started again in this run.
-        let mut errored: Vec<String> = Vec::new();
+    refuse_unfit(run, parent_rel, plan)?;
+    let mut waves = Scheduler {
+        run,
+        parent_rel,
+        parent_dir: run.settings.project.join(parent_rel),
+        plan,
+        integration,
         // The siblings' states, read once here; after that only the sub-task that just
         // finished is read again (a sub-task about to start is read afresh by its own drive).
-        let project = &run.settings.project;
-        let mut tree = TaskTree::load_states(project, parent_rel, &run.config);
+        tree: TaskTree::load_states(&run.settings.project, parent_rel, &run.config),
+        running: Vec::new(),
+        run_stop: None,
+        parent_stop: None,
+        merged: Vec::new(),
+        gated: Vec::new(),
+        held: Vec::new(),
+        errored: Vec::new(),
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
         loop {
-            let stopping = run_stop.is_some()
-                || parent_stop.is_some()
-                || run.cancel.load(std::sync::atomic::Ordering::SeqCst);
-            if !stopping {
-                let state_of = |name: &str| {
-                    tree.find(&format!("{parent_rel}/subtasks/{name}"))
-                        .map(|i| tree.nodes[i].state())
-                };
-                if let Some((iso, pws)) = integration {
-                    for row in &plan.rows {
-                        if state_of(&row.name) != Some(State::Complete)
-                            || merged.contains(&row.name)
-                        {
-                            continue;
-                        }
-                        let sub_rel = format!("{parent_rel}/subtasks/{}", row.name);
-                        match merge_subtask(run, iso, &sub_rel, pws) {
-                            Ok(()) => merged.push(row.name.clone()),
-                            Err(reason) => {
-                                parent_stop = Some((StopKind::Isolation, reason));
-                                break;
-                            }
-                        }
-                    }
-                    if parent_stop.is_none()
-                        && let Some(cmd) = run.verify_command
-                    {
-                        parent_stop = integration_gates(
-                            run,
-                            cmd,
-                            parent_rel,
-                            &parent_dir,
-                            pws,
-                            plan,
-                            &state_of,
-                            &mut gated,
-                        )?;
-                    }
-                }
-                // The planner picks what starts, against the siblings as read: the gates of
-                // this run's integration, what runs, what waits for a person or failed.
-                let rules = WaveRules {
-                    gated: integration.is_some() && run.verify_command.is_some(),
-                    ..super::wave_rules(run.cfg, run.isolation.is_some())
-                };
-                let busy: Vec<&str> = running.iter().map(String::as_str).collect();
-                let held_now: Vec<&str> = held
-                    .iter()
-                    .map(|(h, _, _)| h.as_str())
-                    .chain(errored.iter().map(String::as_str))
-                    .collect();
-                let slots = run.limits.jobs.saturating_sub(running.len());
-                let start: Vec<String> = match waves_of(&tree, 0, rules, &gated) {
-                    // The parent is the one being driven: its own stop does not hold them.
-                    Some(waves) if parent_stop.is_none() => Waves {
-                        parent_stop: None,
-                        ..waves
-                    }
-                    .ready(&busy, &held_now, slots)
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect(),
-                    _ => Vec::new(),
-                };
-                for name in start {
+            if !waves.stopping() {
+                waves.integrate()?;
+                for name in waves.ready() {
                     let Some(row) = plan.row(&name) else { continue };
-                    running.push(row.name.clone());
-                    let tx = tx.clone();
+                    waves.running.push(name.clone());
                     let child_rel = format!("{parent_rel}/subtasks/{name}");
                     run.progress.event(&Event::SubtaskStarted {
                         task: &child_rel,
                         parent: parent_rel,
                         wave: Some(row.wave),
                     });
+                    let tx = tx.clone();
                     scope.spawn(move || {
                         // A panic is caught and sent like any end, so the loop that waits for
                         // every sub-task it started always hears from this one.
@@ -238,87 +157,243 @@ pub(super) fn run_waves(
                     });
                 }
             }
-            if running.is_empty() {
+            if waves.running.is_empty() {
                 break;
             }
             let Ok((name, out)) = rx.recv() else { break };
-            running.retain(|r| *r != name);
-            let child_rel = format!("{parent_rel}/subtasks/{name}");
-            match out {
-                Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
-                    run_stop.get_or_insert(stopped(kind, reason));
-                }
-                Ok(Outcome::Stopped { kind, reason }) if !kind.is_recorded() => {
-                    if kind == StopKind::AwaitingApproval {
-                        // A person is needed now, while the siblings go on.
-                        let command = format!("automaton approve {child_rel}");
-                        let state = load(run, &child_rel)
-                            .nodes
-                            .first()
-                            .map_or("?", |n| n.state().word());
-                        super::notify::send(
-                            run,
-                            &super::notify::Notice {
-                                event: "awaiting_approval",
-                                task: &child_rel,
-                                state,
-                                kind: Some(kind.word()),
-                                reason: Some(&reason),
-                                exit_code: kind.code(),
-                                command: Some(&command),
-                            },
-                        );
-                    }
-                    held.push((name, kind, reason));
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    errored.push(name.clone());
-                    let dir = project.join(&child_rel);
-                    let reason = format!("error: {e:#}");
-                    // A bug in automaton ends the run once what runs has finished.
-                    if matches!(e, super::RunError::Panicked { .. }) {
-                        run_stop.get_or_insert(stopped(StopKind::Internal, reason.clone()));
-                    }
-                    run.progress.line(&format!("✘ {child_rel}: {reason}"));
-                    // Stopped for a person: recorded in its `.stop` when the folder can be
-                    // written, and in any case never started again in this run (a folder
-                    // that cannot be written would otherwise be retried at once, forever).
-                    if let Err(w) = write_stop(&dir, &reason) {
-                        let reason = format!(
-                            "{child_rel} stopped on an error ({reason}), and \
-                             its stop could not be recorded either: {w}"
-                        );
-                        held.push((name, StopKind::NeedsHuman, reason));
-                    }
-                }
-            }
-            // Read once its end is recorded (an error's `.stop` included).
-            if !tree.reload(project, &child_rel, &run.config, false) {
-                tree = TaskTree::load_states(project, parent_rel, &run.config);
-            }
+            waves.ended(name, out);
         }
-        if run_stop.is_none()
-            && let Some((kind, reason)) = parent_stop
-        {
-            return stop_task(run, parent_rel, &parent_dir, kind, reason).map(Some);
-        }
-        if run_stop.is_none() {
-            // A wait for approval before staleness: it is the one a person can act on now.
-            held.sort_by_key(|(_, kind, _)| *kind != StopKind::AwaitingApproval);
-            if let Some((_, kind, reason)) = held.first() {
-                let more = match held.len() {
-                    1 => String::new(),
-                    n => format!(
-                        " ({} more sub-tasks wait too; `automaton status` lists them)",
-                        n - 1
-                    ),
-                };
-                run_stop = Some(stopped(*kind, format!("{reason}{more}")));
-            }
-        }
-        Ok(run_stop)
+        waves.finish()
     })
+}
+
+/// VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
+/// before the first wave starts, with the numbers.
+fn refuse_unfit(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> super::Result<()> {
+    let Some(gate) = run
+        .vram
+        .as_ref()
+        .filter(|_| run.executor.runs_on_this_host())
+    else {
+        return Ok(());
+    };
+    let refused: Vec<String> = plan
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let need = r.estimate?.saturating_mul(gate.kv_per_token);
+            gate.check(&format!("{parent_rel}/subtasks/{}", r.name), need)
+                .err()
+        })
+        .collect();
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(std::io::Error::other(format!(
+        "refused before the first wave started: {}",
+        refused.join("; ")
+    ))
+    .into())
+}
+
+/// The waves of one decomposed task while they run: what started, what ended how, and what
+/// was merged and gated.
+struct Scheduler<'r, 'a> {
+    run: &'r Run<'a>,
+    parent_rel: &'r str,
+    parent_dir: PathBuf,
+    plan: &'r Plan,
+    integration: Option<(&'r Isolation, &'r Workspace)>,
+    /// The parent and its sub-tasks as last read.
+    tree: TaskTree,
+    running: Vec<String>,
+    /// The whole run ends (Ctrl-C, the total cap, a run budget, a bug) once what runs ended.
+    run_stop: Option<Outcome>,
+    /// The parent's own stop (a merge-back conflict, a failed integration gate), raised once
+    /// what runs has finished.
+    parent_stop: Option<(StopKind, String)>,
+    /// Sub-tasks merged into the integration branch in this run.
+    merged: Vec<String>,
+    /// Waves whose integration gate passed.
+    gated: Vec<u32>,
+    /// Sub-tasks that stopped to wait for a person: (name, kind, reason).
+    held: Vec<(String, StopKind, String)>,
+    /// Sub-tasks whose drive ended on an error: never started again in this run.
+    errored: Vec<String>,
+}
+
+impl Scheduler<'_, '_> {
+    fn stopping(&self) -> bool {
+        self.run_stop.is_some()
+            || self.parent_stop.is_some()
+            || self.run.cancel.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn state_of(&self, name: &str) -> Option<State> {
+        self.tree
+            .find(&format!("{}/subtasks/{name}", self.parent_rel))
+            .map(|i| self.tree.nodes[i].state())
+    }
+
+    /// With isolation: merge every passed sub-task into the integration branch, then run the
+    /// gate of every wave that has ended. A failure becomes the parent's stop.
+    fn integrate(&mut self) -> super::Result<()> {
+        let Some((iso, pws)) = self.integration else {
+            return Ok(());
+        };
+        for row in &self.plan.rows {
+            if self.state_of(&row.name) != Some(State::Complete) || self.merged.contains(&row.name)
+            {
+                continue;
+            }
+            let sub_rel = format!("{}/subtasks/{}", self.parent_rel, row.name);
+            match merge_subtask(self.run, iso, &sub_rel, pws) {
+                Ok(()) => self.merged.push(row.name.clone()),
+                Err(reason) => {
+                    self.parent_stop = Some((StopKind::Isolation, reason));
+                    return Ok(());
+                }
+            }
+        }
+        if let Some(cmd) = self.run.verify_command {
+            let mut gated = std::mem::take(&mut self.gated);
+            let state_of = |name: &str| self.state_of(name);
+            let stop = integration_gates(
+                self.run,
+                cmd,
+                self.parent_rel,
+                &self.parent_dir,
+                pws,
+                self.plan,
+                &state_of,
+                &mut gated,
+            );
+            self.gated = gated;
+            self.parent_stop = stop?;
+        }
+        Ok(())
+    }
+
+    /// What the planner starts now, against the siblings as read: the gates of this run's
+    /// integration, what runs, what waits for a person or failed, the free slots.
+    fn ready(&self) -> Vec<String> {
+        if self.parent_stop.is_some() {
+            return Vec::new();
+        }
+        let rules = WaveRules {
+            gated: self.integration.is_some() && self.run.verify_command.is_some(),
+            ..super::wave_rules(self.run.cfg, self.run.isolation.is_some())
+        };
+        let busy: Vec<&str> = self.running.iter().map(String::as_str).collect();
+        let held: Vec<&str> = self
+            .held
+            .iter()
+            .map(|(h, _, _)| h.as_str())
+            .chain(self.errored.iter().map(String::as_str))
+            .collect();
+        let slots = self.run.limits.jobs.saturating_sub(self.running.len());
+        let Some(waves) = waves_of(&self.tree, 0, rules, &self.gated) else {
+            return Vec::new();
+        };
+        // The parent is the one being driven: its own stop does not hold them.
+        Waves {
+            parent_stop: None,
+            ..waves
+        }
+        .ready(&busy, &held, slots)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+    }
+
+    /// A sub-task's drive ended: note how, then read it again.
+    fn ended(&mut self, name: String, out: super::Result<Outcome>) {
+        let run = self.run;
+        self.running.retain(|r| *r != name);
+        let child_rel = format!("{}/subtasks/{name}", self.parent_rel);
+        match out {
+            Ok(Outcome::Stopped { kind, reason }) if !kind.is_task_stop() => {
+                self.run_stop.get_or_insert(stopped(kind, reason));
+            }
+            Ok(Outcome::Stopped { kind, reason }) if !kind.is_recorded() => {
+                if kind == StopKind::AwaitingApproval {
+                    notify_approval(run, &child_rel, kind, &reason);
+                }
+                self.held.push((name, kind, reason));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                self.errored.push(name.clone());
+                let reason = format!("error: {e:#}");
+                // A bug in automaton ends the run once what runs has finished.
+                if matches!(e, super::RunError::Panicked { .. }) {
+                    self.run_stop
+                        .get_or_insert(stopped(StopKind::Internal, reason.clone()));
+                }
+                run.progress.line(&format!("✘ {child_rel}: {reason}"));
+                // Stopped for a person: recorded in its `.stop` when the folder can be
+                // written, and in any case never started again in this run (a folder
+                // that cannot be written would otherwise be retried at once, forever).
+                if let Err(w) = write_stop(&run.settings.project.join(&child_rel), &reason) {
+                    let reason = format!(
+                        "{child_rel} stopped on an error ({reason}), and \
+                         its stop could not be recorded either: {w}"
+                    );
+                    self.held.push((name, StopKind::NeedsHuman, reason));
+                }
+            }
+        }
+        // Read once its end is recorded (an error's `.stop` included).
+        let project = &run.settings.project;
+        if !self.tree.reload(project, &child_rel, &run.config, false) {
+            self.tree = TaskTree::load_states(project, self.parent_rel, &run.config);
+        }
+    }
+
+    /// How the waves end: the run's stop, else the parent's (recorded), else the wait of a
+    /// held sub-task (an approval first: it is the one a person can act on now).
+    fn finish(mut self) -> super::Result<Option<Outcome>> {
+        if let Some(stop) = self.run_stop {
+            return Ok(Some(stop));
+        }
+        if let Some((kind, reason)) = self.parent_stop {
+            return stop_task(self.run, self.parent_rel, &self.parent_dir, kind, reason).map(Some);
+        }
+        self.held
+            .sort_by_key(|(_, kind, _)| *kind != StopKind::AwaitingApproval);
+        let Some((_, kind, reason)) = self.held.first() else {
+            return Ok(None);
+        };
+        let more = match self.held.len() {
+            1 => String::new(),
+            n => format!(
+                " ({} more sub-tasks wait too; `automaton status` lists them)",
+                n - 1
+            ),
+        };
+        Ok(Some(stopped(*kind, format!("{reason}{more}"))))
+    }
+}
+
+/// A sub-task waits at an approval gate: a person is needed now, while its siblings go on.
+fn notify_approval(run: &Run<'_>, child_rel: &str, kind: StopKind, reason: &str) {
+    let command = format!("automaton approve {child_rel}");
+    let state = load(run, child_rel)
+        .nodes
+        .first()
+        .map_or("?", |n| n.state().word());
+    super::notify::send(
+        run,
+        &super::notify::Notice {
+            event: "awaiting_approval",
+            task: child_rel,
+            state,
+            kind: Some(kind.word()),
+            reason: Some(reason),
+            exit_code: kind.code(),
+            command: Some(&command),
+        },
+    );
 }
 
 /// Merge a passed sub-task's branch into the integration branch; the reason when it cannot be
