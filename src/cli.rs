@@ -307,6 +307,10 @@ pub struct OrchestrateArgs {
     /// referee judges it anew (once its fix tasks are complete)
     #[arg(long, requires = "task")]
     pub referee_again: bool,
+    /// Print what the run would do next for every task it would drive, and why, without
+    /// running, writing or locking anything (as `make -n`)
+    #[arg(long, conflicts_with_all = ["manual", "referee_again"])]
+    pub dry_run: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -4,6 +4,7 @@
 mod attach;
 mod config;
 mod detect_vram;
+mod dry_run;
 mod error;
 mod gates;
 mod graph;

@@ -63,6 +63,9 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let config = phase_config(&settings);
     let gates = report::approval_gates(&settings);
     let prefix = ctx.command_prefix();
+    if args.dry_run {
+        return super::dry_run::dry_run(ctx, args, &settings, &prefix);
+    }
     if args.manual || (!settings.bool(Key::Autopilot) && !args.step) {
         return manual(ctx, args, &config, &gates, &prefix);
     }

@@ -50,6 +50,24 @@ pub fn detect(settings: &Settings, refresh: bool) -> VramReport {
     detect_with(settings, refresh, &env)
 }
 
+/// The cached detection for these settings, if one is there and current: read only, nothing
+/// probed and nothing written (for `orchestrate --dry-run`).
+pub fn cached(settings: &Settings) -> Option<VramReport> {
+    let var = |k: &str| std::env::var(k).ok();
+    let env = DetectEnv {
+        user_home: std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from),
+        var: &var,
+        probe: &probe::SystemProbe,
+        script_timeout: settings.duration(Key::VramScriptTimeout),
+    };
+    match cache::load(&settings.project, &cache_key(settings, &env)) {
+        cache::Loaded::Hit(r) => Some(*r),
+        cache::Loaded::Miss | cache::Loaded::Corrupt(_) => None,
+    }
+}
+
 /// Detect with injected inputs: the cache unless `refresh`, else the chain, then the cache is
 /// rewritten. Never fails.
 pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> VramReport {

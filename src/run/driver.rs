@@ -15,7 +15,7 @@ use crate::decide::{Action, Facts, Verify, next_action};
 use crate::fsx::write_atomic;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
-use crate::task::readiness::waits_for;
+use crate::task::readiness::{WaveRules, waits_for};
 use crate::task::snapshot::content_hash;
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
@@ -108,7 +108,8 @@ pub fn drive_keeping(
     let dir = run.settings.project.join(rel);
     // A sub-task named on the command line follows its parent's plan like any other: it may
     // not skip an unfinished or failed dependency, an earlier wave or an integration gate.
-    if explicit && let Some(reason) = not_ready(run, rel) {
+    let rules = super::wave_rules(run.cfg, run.isolation.is_some());
+    if explicit && let Some(reason) = not_ready(run, rel, rules) {
         return stop_task(run, rel, &dir, StopKind::NotReady, reason);
     }
     #[cfg(debug_assertions)]
@@ -304,17 +305,11 @@ impl Drive<'_, '_> {
 /// Why the sub-task `rel` (or a parent above it) may not start now by its parent's plan,
 /// with the command that moves it on in order; `None` when it may, or when it is not a
 /// sub-task of a plan.
-pub(super) fn not_ready(run: &Run<'_>, rel: &str) -> Option<String> {
+pub(super) fn not_ready(run: &Run<'_>, rel: &str, rules: WaveRules) -> Option<String> {
     let mut child = rel;
     while let Some(parent) = parent_of(child) {
         let tree = TaskTree::load_states(&run.settings.project, parent, &run.config);
-        if let Some(why) = tree.find(child).and_then(|i| {
-            waits_for(
-                &tree,
-                i,
-                super::wave_rules(run.cfg, run.isolation.is_some()),
-            )
-        }) {
+        if let Some(why) = tree.find(child).and_then(|i| waits_for(&tree, i, rules)) {
             let who = if child == rel {
                 String::new()
             } else {

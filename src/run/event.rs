@@ -251,6 +251,17 @@ pub enum Event<'a> {
         task: &'a str,
         next: &'a str,
     },
+    /// `orchestrate --dry-run`: what the planner would do next for `task`, and why.
+    Planned {
+        task: &'a str,
+        /// `run`, `verify`, `subtasks`, `step`, `replan`, `wait`, `stop` or `none`.
+        action: &'a str,
+        /// The phase that would run.
+        phase: Option<&'a str>,
+        why: &'a str,
+        /// The exit code a run would end with here.
+        exit_code: Option<u8>,
+    },
     /// How the tasks the run was asked about stand.
     Summary(crate::report::Summary),
     /// The run ends: every task it was asked to drive is complete.
@@ -499,7 +510,9 @@ impl Event<'_> {
             TaskStopped { task, reason, .. } => format!("✘ {task}: {reason}"),
             StepDone { task, next } => format!("■ {task}: one step done; {next} is next"),
             // The command prints these itself, as the report that ends the run.
-            Summary(_) | Complete { .. } | Stepped { .. } | Stop { .. } => return None,
+            Planned { .. } | Summary(_) | Complete { .. } | Stepped { .. } | Stop { .. } => {
+                return None;
+            }
         })
     }
 }
@@ -691,6 +704,7 @@ mod tests {
         TaskComplete => Event::TaskComplete { task: T },
         TaskStopped => Event::TaskStopped { task: T, kind: "verdict_failed", reason: "the referee said FAIL" },
         StepDone => Event::StepDone { task: T, next: "design" },
+        Planned => Event::Planned { task: T, action: "run", phase: Some("design"), why: "state design: the design phase writes DESIGN.md", exit_code: None },
         Summary => Event::Summary(crate::report::Summary { complete: 2, waiting: 1, not_started: 0, in_progress: 1 }),
         Complete => Event::Complete { task: T },
         Stepped => Event::Stepped { task: T, exit_code: 25 },

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod budget;
 pub mod config;
 pub mod driver;
+pub mod dry_run;
 pub mod event;
 pub mod executor;
 pub mod isolation;

@@ -118,6 +118,15 @@ impl TaskTree {
     /// Walk the whole project, through the index (`.automaton/.index`, see [`index`]), and
     /// leave an updated one behind.
     pub fn load(project: &Path, config: &PhaseConfig) -> TaskTree {
+        Self::load_saving(project, config, true)
+    }
+
+    /// [`TaskTree::load`] that leaves no index behind (nothing written: `--dry-run`).
+    pub fn load_read_only(project: &Path, config: &PhaseConfig) -> TaskTree {
+        Self::load_saving(project, config, false)
+    }
+
+    fn load_saving(project: &Path, config: &PhaseConfig, save: bool) -> TaskTree {
         let old = Index::load(project);
         let now = index::now_ns();
         let mut w = Walker::new(Some(old.as_ref()), now);
@@ -143,14 +152,16 @@ impl TaskTree {
         };
         drop(w);
         // Records kept from the old index are copied from its body.
-        index::save(
-            project,
-            old.as_ref(),
-            done.nodes.len(),
-            tally,
-            &records,
-            now,
-        );
+        if save {
+            index::save(
+                project,
+                old.as_ref(),
+                done.nodes.len(),
+                tally,
+                &records,
+                now,
+            );
+        }
         drop((records, old));
         done.finish(config)
     }

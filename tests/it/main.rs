@@ -34,6 +34,7 @@ mod agent_runner;
 mod budgets;
 mod decomposition;
 mod detect_vram;
+mod dry_run;
 mod endings;
 mod errors;
 mod executors;

@@ -1,0 +1,172 @@
+//! `orchestrate --dry-run`: for every task the run would drive, what the planner would do next
+//! and why, as `make -n` says what it would build. It reads the tasks as a real run's first
+//! turn does and asks the same planner ([`next_action`], the wave rules), so it cannot drift
+//! from what a run does; it runs nothing, writes nothing and takes no lock.
+
+use super::Run;
+use super::driver::{facts, load, not_ready, stop_reason};
+use crate::decide::{Action, StopKind};
+use crate::task::TaskTree;
+use crate::task::readiness::{WaveRules, waits_for};
+
+/// What the planner would do next for one task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    pub task: String,
+    /// `run`, `verify`, `subtasks`, `step`, `replan`, `wait`, `stop` or `none`.
+    pub action: &'static str,
+    /// The phase that would run (`run`, `replan`).
+    pub phase: Option<&'static str>,
+    /// Why, in words.
+    pub why: String,
+    /// The exit code a run would end with here (`stop`, `wait` for a named sub-task).
+    pub exit_code: Option<u8>,
+}
+
+/// The plan for `rel` and every sub-task under it, parents first.
+pub fn plan(run: &Run<'_>, rel: &str, rules: WaveRules) -> Vec<Planned> {
+    let mut tree = load(run, rel);
+    tree.waves = rules;
+    let mut out = Vec::new();
+    if let Some(why) = not_ready(run, rel, rules) {
+        out.push(Planned {
+            task: rel.to_string(),
+            action: "wait",
+            phase: None,
+            why,
+            exit_code: Some(StopKind::NotReady.code()),
+        });
+        return out;
+    }
+    for (i, node) in tree.nodes.iter().enumerate() {
+        // A sub-task its parent's waves do not start yet: the parent's drive decides first.
+        if i > 0
+            && let Some(why) = waits_for(&tree, i, rules)
+        {
+            out.push(Planned {
+                task: node.rel.clone(),
+                action: "wait",
+                phase: None,
+                why,
+                exit_code: None,
+            });
+            continue;
+        }
+        let action = next_action_of(run, &tree, i);
+        out.push(describe(run, &tree, i, action));
+    }
+    out
+}
+
+fn next_action_of(run: &Run<'_>, tree: &TaskTree, i: usize) -> Action {
+    let node = &tree.nodes[i];
+    crate::decide::next_action(&facts(run, &node.dir, tree, node, 0))
+}
+
+/// The planner's action in words.
+fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned {
+    let node = &tree.nodes[i];
+    let state = node.state().word();
+    let planned = |action, phase, why: String, exit_code| Planned {
+        task: node.rel.clone(),
+        action,
+        phase,
+        why,
+        exit_code,
+    };
+    let waves = || match &node.snap.plan {
+        Some(Ok(plan)) => {
+            let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
+            waves.sort_unstable();
+            waves.dedup();
+            waves
+                .iter()
+                .map(|w| {
+                    let names: Vec<&str> = plan
+                        .rows
+                        .iter()
+                        .filter(|r| r.wave == *w)
+                        .map(|r| r.name.as_str())
+                        .collect();
+                    format!("wave {w}: {}", names.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+        _ => String::new(),
+    };
+    match action {
+        Action::RunPhase(phase) => planned(
+            "run",
+            Some(phase.word()),
+            format!(
+                "state {state}: the {} phase writes {}",
+                phase.word(),
+                phase.artifact().file_name()
+            ),
+            None,
+        ),
+        Action::Complete => planned("none", None, "complete".into(), None),
+        Action::Verify => planned(
+            "verify",
+            None,
+            format!(
+                "the PASS verdict counts once the verify command `{}` passes",
+                run.verify_command.unwrap_or_default()
+            ),
+            None,
+        ),
+        Action::Human(kind) => planned(
+            "stop",
+            None,
+            node.decision
+                .reason
+                .clone()
+                .unwrap_or_else(|| "needs a human".into()),
+            Some(kind.code()),
+        ),
+        Action::RunSubtasks => planned(
+            "subtasks",
+            None,
+            format!("its sub-tasks run in waves ({})", waves()),
+            None,
+        ),
+        Action::RunChildren => planned(
+            "subtasks",
+            None,
+            "its sub-tasks made by hand run first, one after another".into(),
+            None,
+        ),
+        Action::StepSubtask => planned(
+            "step",
+            None,
+            "one phase of the first sub-task that may start".into(),
+            None,
+        ),
+        Action::StepDone(phase) => {
+            planned("none", Some(phase.word()), "one step done".into(), None)
+        }
+        Action::Replan => planned(
+            "replan",
+            Some("decomposition"),
+            format!(
+                "sub-tasks estimate more than the max peak context of {} tokens: the plan goes \
+                 back to the decomposition phase once",
+                run.max_peak
+            ),
+            None,
+        ),
+        Action::EndRun(StopKind::Interrupted) => {
+            planned("stop", None, "interrupted".into(), Some(130))
+        }
+        Action::EndRun(_)
+        | Action::OverBudget(_)
+        | Action::Frozen
+        | Action::Stale
+        | Action::AwaitApproval(_)
+        | Action::IterationCap(_) => {
+            let (kind, reason) = stop_reason(run, &node.rel, &node.dir, node, action);
+            planned("stop", None, reason, Some(kind.code()))
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! `orchestrate --dry-run` over fixture projects of every kind of next step: it prints what
+//! the planner would do for each task, and leaves every file of the project as it was (no
+//! lock, no `.state`, no index, no worktree, nothing run).
+
+use crate::harness::Project;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const ALL: &[&str] = &[
+    "SPEC.md",
+    "DESIGN.md",
+    "TEST_PLAN.md",
+    "IMPLEMENTATION.md",
+    "BUG_REPORT.md",
+    "ADVERSARIAL_BUG_REPORT.md",
+    "DOC_REVIEW.md",
+];
+
+fn verdict(word: &str) -> String {
+    format!("# Verdict\n\nVerdict: {word}\n\n## Findings\n- None\n")
+}
+
+/// Every file and folder under `root` (dot-files included), with its bytes.
+fn contents(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().display().to_string();
+            if path.is_dir() {
+                out.insert(rel, None);
+                stack.push(path);
+            } else {
+                out.insert(rel, Some(std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out
+}
+
+fn fixture() -> Project {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Phases\n- **Decomposition**: Yes\n",
+    )
+    .write(
+        ".automaton/.agent.md",
+        "# Agent\n\n## Agent\n- **Approve before**: decomposition\n",
+    )
+    .write("tasks/fresh/TASK.md", "# Task\n\nBuild it\n")
+    .write("tasks/gated/SPEC.md", "spec\n")
+    .write("tasks/failed/VERDICT.md", verdict("FAIL"));
+    for f in ALL {
+        p.write(&format!("tasks/done/{f}"), "x\n");
+        p.write(&format!("tasks/failed/{f}"), "x\n");
+    }
+    p.write("tasks/done/VERDICT.md", verdict("PASS"));
+    // A decomposed task: `a` runs, `c` waits for it.
+    p.write("tasks/p/SPEC.md", "spec\n").write(
+        "tasks/p/DECOMPOSITION.md",
+        "# Decomposition\n\n| Sub-task | Wave | Depends on | Estimated peak context | Files | Scope |\n|---|---|---|---|---|---|\n| a | 1 | - | 4k | - | Parse |\n| c | 2 | a | 4k | - | Use |\n",
+    );
+    p.write("tasks/p/subtasks/a/PARENT_SPEC.md", "scope a\n")
+        .write("tasks/p/subtasks/c/PARENT_SPEC.md", "scope c\n");
+    p
+}
+
+#[test]
+fn dry_run_prints_the_planners_next_step_for_every_task_and_writes_nothing() {
+    let p = fixture();
+    let before = contents(p.path());
+    let dry = |args: &[&str]| {
+        p.orchestrate()
+            .arg("--dry-run")
+            .args(args.iter().copied())
+            .stdout_any()
+            .run()
+            .stdout
+    };
+    assert_eq!(
+        dry(&["--task", "tasks/fresh"]),
+        "tasks/fresh: run research: state new: the research phase writes SPEC.md\n"
+    );
+    assert_eq!(
+        dry(&["--task", "tasks/done"]),
+        "tasks/done: none: complete\n"
+    );
+    let failed = dry(&["--task", "tasks/failed"]);
+    assert!(
+        failed.starts_with("tasks/failed: stop: ")
+            && failed.ends_with("(a run stops here: exit 10)\n"),
+        "{failed}"
+    );
+    let gated = dry(&["--task", "tasks/gated"]);
+    assert!(
+        gated.starts_with("tasks/gated: stop: tasks/gated waits for approval before decomposition")
+            && gated.ends_with("(a run stops here: exit 20)\n"),
+        "{gated}"
+    );
+    assert_eq!(
+        dry(&["--task", "tasks/p"]),
+        "tasks/p: subtasks: its sub-tasks run in waves (wave 1: a; wave 2: c)\n\
+         tasks/p/subtasks/a: run research: state new: the research phase writes SPEC.md\n\
+         tasks/p/subtasks/c: wait: it depends on a, which has not ended (new)\n"
+    );
+    // A sub-task named directly: what a run would refuse, with its exit code.
+    assert_eq!(
+        dry(&["--task", "tasks/p/subtasks/c"]),
+        "tasks/p/subtasks/c: wait: tasks/p/subtasks/c may not start yet: it depends on a, \
+         which has not ended (new); `automaton orchestrate --task tasks/p` drives its parent, \
+         which starts it in turn (a run stops here: exit 29)\n"
+    );
+    // A description: the task a run would create, not created.
+    assert_eq!(
+        dry(&["Add a login page"]),
+        "tasks/add-a-login-page: run research: a run creates this task from the description, \
+         then runs its research\n"
+    );
+    // No task named: the one `orchestrate` would continue.
+    assert!(dry(&[]).starts_with("tasks/p"), "the most advanced task");
+    // `--json`: one `planned` event per task.
+    let json = p
+        .orchestrate()
+        .args(["--dry-run", "--json", "--task", "tasks/p"])
+        .stdout_any()
+        .run()
+        .raw_stdout;
+    let events: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 3, "{json}");
+    assert!(events.iter().all(|e| e["event"] == "planned"));
+    assert_eq!(events[1]["task"], "tasks/p/subtasks/a");
+    assert_eq!(events[1]["action"], "run");
+    assert_eq!(events[1]["phase"], "research");
+    assert_eq!(events[2]["action"], "wait");
+
+    assert_eq!(contents(p.path()), before, "a dry run changed the project");
+}
