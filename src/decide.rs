@@ -178,7 +178,7 @@ pub struct Facts {
     pub unplanned: bool,
     /// The plan has a sub-task whose estimate exceeds the max peak context, none of its
     /// sub-tasks has started, and it was not sent back before: the decomposition phase runs
-    /// once more with the over-budget rows in its prompt (seed 000).
+    /// once more with the over-budget rows in its prompt.
     pub replan: bool,
     /// A frozen acceptance file (TEST_PLAN.md, `## Acceptance tests`) differs from its
     /// recorded hash, and the task is past test_design.

@@ -438,7 +438,7 @@ impl Decision {
     }
 }
 
-/// The state the artifacts alone give (the table at the top of seed 000), for a folder that is
+/// The state the artifacts alone give (the lifecycle table of DESIGN.md), for a folder that is
 /// not a parent. VERDICT.md present means terminal: see [`decide`] for the verdict.
 pub fn artifact_state(artifacts: ArtifactSet, config: &PhaseConfig, is_subtask: bool) -> State {
     let after_spec = || {

@@ -48,7 +48,7 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
     let waiting: Vec<usize> = (0..tree.nodes.len())
         .filter(|i| tree.nodes[*i].approval.is_some() && (args.all || *i == 0))
         .collect();
-    // Changed frozen acceptance files (seed 003): approving accepts them as they are now.
+    // Changed frozen acceptance files: approving accepts them as they are now.
     let mut accepted_any = false;
     for node in tree
         .nodes

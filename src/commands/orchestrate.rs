@@ -496,7 +496,7 @@ fn named_task(ctx: &Ctx, args: &OrchestrateArgs, prefix: &str) -> super::Result<
     Ok(None)
 }
 
-/// Seed 000: the most advanced unfinished task, sub-tasks before parents, later phases first.
+/// The most advanced unfinished task, sub-tasks before parents, later phases first.
 /// A sub-task is driven through the task whose drive runs it ([`unit_of`]): its parent's waves
 /// run a planned sub-task with its siblings; a sub-task made by hand under a finished task is
 /// driven alone.

@@ -26,7 +26,7 @@ pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> super::Result<u8> {
             files: &[],
         },
     )?;
-    // Seed 000: a new task invalidates the VRAM detection cache.
+    // A new task invalidates the VRAM detection cache.
     let _ = crate::detect::invalidate_cache(&ctx.project);
     if args.json {
         let doc = serde_json::json!({

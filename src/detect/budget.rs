@@ -16,13 +16,13 @@
 //! The seed's example (8 GB GPU, 128k window, 4,000 overhead) gives 16,000 and 12,000.
 //! The research behind the numbers is in `docs/detect-vram.md`.
 
-/// Default framework overhead (seed 000: "~4k tokens").
+/// Default framework overhead (about 4k tokens: an agent framework's system prompt and tools).
 pub const DEFAULT_OVERHEAD: u64 = 4000;
-/// Default context window when the model is unknown (seed 000).
+/// Default context window when the model is unknown.
 pub const DEFAULT_WINDOW: u64 = 128_000;
-/// Default headroom (seed 000).
+/// Default headroom.
 pub const DEFAULT_HEADROOM: f64 = 0.25;
-/// Budget when no GPU is found and nothing else is known (seed 000).
+/// Budget when no GPU is found and nothing else is known.
 pub const NO_GPU_TOKENS: u64 = 8000;
 /// The floor and ceiling of any recommendation.
 pub const MIN_TOKENS: u64 = 4000;

@@ -1,4 +1,4 @@
-//! VRAM, RAM and model-context detection (issue 3; seed 000 "VRAM Detection", "Model Context
+//! VRAM, RAM and model-context detection ("VRAM Detection", "Model Context
 //! Window Detection", "VRAM Config Propagation").
 //!
 //! The chain, first that answers wins (recorded as [`Source`]):
@@ -97,7 +97,7 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
 }
 
 /// Remove `<project>/.automaton/.vram_cache.json` (a missing cache is fine). Call it when a
-/// task is created or a decomposition runs (seed 000).
+/// task is created or a decomposition runs.
 pub fn invalidate_cache(project: &Path) -> std::io::Result<()> {
     cache::invalidate(project)
 }
@@ -346,7 +346,7 @@ fn yes_no(b: bool) -> &'static str {
     if b { "Yes" } else { "No" }
 }
 
-/// A sub-task's `VRAM_CONFIG.md` (seed 000, "VRAM Config Propagation"), with the seed's units:
+/// A sub-task's `VRAM_CONFIG.md` (what a sub-task's agent is told of its budget), in the lifecycle documents' units:
 /// the target in "k" ("16k"), the max peak as a raw token count ("12000"), the sub-task's
 /// estimate in "k". `Fits within VRAM` is `estimate <= max peak` ("Unknown" without an estimate).
 pub fn render_vram_config_md(report: &VramReport, estimated_peak_tokens: Option<u64>) -> String {

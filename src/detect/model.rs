@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::settings::{Key, Settings};
 
-/// How much of an agent config file is read (seed 000: at most 10 KB).
+/// How much of an agent config file is read (at most 10 KB).
 pub const MAX_FILE_BYTES: usize = 10 * 1024;
 
 /// One row of the context-window table.

@@ -516,8 +516,8 @@ pub(super) fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n Subt
     }
 }
 
-/// What the decomposition phase is told when its plan comes back (seed 000, "VRAM-Aware
-/// Sub-Task Splitting").
+/// What the decomposition phase is told when its plan comes back (a sub-task
+/// must fit the model's context).
 pub(super) fn replan_note(run: &Run<'_>, rows: &[&SubtaskRow]) -> String {
     let mut note = format!(
         "## Sent back: sub-tasks over the context budget\n\n\

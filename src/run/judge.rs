@@ -367,7 +367,8 @@ fn accept(
         // It ran in the task's workspace and may have touched the task: read it again.
         tree = load(run, rel);
     }
-    // Seed 003: the acceptance oracle is frozen once test_design wrote it.
+    // The acceptance oracle is frozen once test_design wrote it, so that no later phase
+    // (nor a retry) can weaken the tests it is judged by.
     if phase == Phase::TestDesign {
         freeze(run, rel, dir, ws, Freeze::AfterTestDesign)?;
         if let Some(node) = tree.nodes.first_mut() {

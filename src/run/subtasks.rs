@@ -1,5 +1,6 @@
-//! Creating the sub-task folders a DECOMPOSITION.md lists (seed 000 "Sub-Task Creation Rules",
-//! seed 001), and the disjoint-file guard of the wave scheduler.
+//! Creating the sub-task folders a DECOMPOSITION.md lists (one folder per row,
+//! with its scope and its VRAM budget); which of them may start is the planner's
+//! ([`crate::plan::waves`]).
 
 use super::Run;
 use super::event::Event;
@@ -44,7 +45,7 @@ pub fn sync_subtasks(
         // A decomposition is being applied: size the sub-tasks with a fresh detection.
         let _ = crate::detect::invalidate_cache(project);
         let vram = crate::detect::detect(run.settings, false);
-        // Seed 000: report the detection results, on screen and in the parent's log.
+        // Report the detection results, on screen and in the parent's log.
         let block = crate::detect::render_human(&vram);
         run.progress.event(&Event::VramDetected {
             task: parent_rel,

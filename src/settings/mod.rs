@@ -368,7 +368,7 @@ registry! {
         "strict",
         Kind::Choice(&["strict", "dependencies"]),
         None,
-        "strict: no sub-task of wave N+1 starts before every sub-task of wave N is complete or blocked (seed 001); dependencies: a sub-task starts once its own dependencies end";
+        "strict: no sub-task of wave N+1 starts before every sub-task of wave N is complete or blocked; dependencies: a sub-task starts once its own dependencies end";
     Durability => "storage.durability",
         ConfigMd,
         "Storage",
@@ -553,7 +553,7 @@ pub struct Settings {
     lenient: bool,
 }
 
-/// Largest part of a settings file read (seed 000: read at most 10 KB of config files, which
+/// Largest part of a settings file read (at most 10 KB of a config file is read, which
 /// may hold keys); the rest is ignored with a warning.
 const MAX_SETTINGS_BYTES: usize = 10 * 1024;
 

@@ -1,5 +1,5 @@
 //! `.state.frozen`: the acceptance artifacts frozen when a task's test_design phase completed
-//! (seed 003: the oracle never drifts under retries), as SHA-256 hashes (format version 1,
+//! (the oracle never drifts under retries), as SHA-256 hashes (format version 1,
 //! [`FROZEN_VERSION`]). Rewritten atomically.
 //!
 //! ```json

@@ -1,6 +1,5 @@
-//! `.automaton/.vram_cache.json`: the last report, so repeated runs do not probe again
-//! (seed 000, "VRAM Detection Caching"). Written atomically; a corrupt file is reported and
-//! replaced, never trusted.
+//! `.automaton/.vram_cache.json`: the last report, so repeated runs do not probe again.
+//! Written atomically; a corrupt file is reported and replaced, never trusted.
 //!
 //! The file is the report's JSON (the seed's keys at the top level, so a shell script can read
 //! it) plus a `cache_key` naming the inputs it was computed from. A cache whose key or

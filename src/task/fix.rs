@@ -1,4 +1,4 @@
-//! Fix, review and tie-break tasks (seeds 000/001): what manual mode creates from a failed
+//! Fix, review and tie-break tasks: what manual mode creates from a failed
 //! verdict. `status` lists them; `orchestrate --manual` creates them (idempotently); autopilot
 //! never does.
 

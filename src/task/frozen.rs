@@ -1,4 +1,4 @@
-//! Frozen acceptance artifacts (seed 003): when test_design completes, TEST_PLAN.md and every
+//! Frozen acceptance artifacts: when test_design completes, TEST_PLAN.md and every
 //! file listed under its `## Acceptance tests` heading are frozen (`.state.frozen`); a later
 //! phase that changes one stops the task for a person, who accepts the change with
 //! `automaton approve`. This gathers the facts; the decision is `decide::next_action`'s.
