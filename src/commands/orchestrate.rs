@@ -156,9 +156,6 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         settings.text(Key::SlurmGres),
     )
     .map_err(|e| Error::Input(e.to_string()))?;
-    if executor.name() == "local" {
-        crate::process::zygote::prestart();
-    }
     // In a worktree, the agent must still write its artifact in the task folder.
     let agent_command = match isolation {
         Some(_) => adapter::in_worktree(

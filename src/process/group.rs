@@ -112,76 +112,6 @@ impl Capture {
     }
 }
 
-/// The process that leads the group.
-pub enum Leader {
-    /// Our own child.
-    Child(Child),
-    /// A watchdog forked by the [`super::zygote`]: its status arrives on a pipe, with whether
-    /// the watchdog reported it itself, having left nothing behind.
-    Forked(super::zygote::Forked, Option<(ExitStatus, bool)>),
-}
-
-impl Leader {
-    fn id(&self) -> u32 {
-        match self {
-            Leader::Child(c) => c.id(),
-            Leader::Forked(f, _) => f.pid,
-        }
-    }
-
-    /// Readable once the leader exited: its pidfd (or a waiter thread's pipe), or for a
-    /// forked one a copy of its status pipe.
-    fn exit_fd(&self) -> io::Result<OwnedFd> {
-        match self {
-            Leader::Child(c) => exit_notifier(Pid::from_child(c)),
-            Leader::Forked(f, _) => Ok(rustix::io::fcntl_dupfd_cloexec(&f.status, 0)?),
-        }
-    }
-
-    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        use std::os::unix::process::ExitStatusExt;
-        match self {
-            Leader::Child(c) => c.try_wait(),
-            Leader::Forked(_, Some((st, _))) => Ok(Some(*st)),
-            Leader::Forked(f, got) => {
-                let mut report = [0u8; 8];
-                match rustix::io::read(&f.status, &mut report) {
-                    Ok(8) => {
-                        let (by, raw) = super::zygote::read_report(report);
-                        *got = Some((ExitStatus::from_raw(raw), by == super::zygote::BY_WATCHDOG));
-                    }
-                    // Both died before either could tell: report a kill.
-                    Ok(_) => *got = Some((ExitStatus::from_raw(libc::SIGKILL), false)),
-                    Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                Ok(got.map(|(st, _)| st))
-            }
-        }
-    }
-
-    /// Whether the leader, done, said that nothing of its group is left but itself (a forked
-    /// watchdog that reported its own end; it is reaped by the server, not by us).
-    fn left_nothing(&self) -> bool {
-        matches!(self, Leader::Forked(_, Some((_, true))))
-    }
-
-    fn wait(&mut self) -> io::Result<ExitStatus> {
-        match self {
-            Leader::Child(c) => c.wait(),
-            Leader::Forked(f, _) => {
-                let fd = rustix::io::fcntl_dupfd_cloexec(&f.status, 0)?;
-                loop {
-                    if let Some(st) = self.try_wait()? {
-                        return Ok(st);
-                    }
-                    wait_readable(fd.as_fd(), Instant::now() + Duration::from_secs(3600));
-                }
-            }
-        }
-    }
-}
-
 /// The child's ends of its stdin, stdout and stderr, and ours: the stdin pipe's write end and
 /// the output pipes' read ends.
 struct Plumbing {
@@ -221,10 +151,9 @@ impl Plumbing {
 /// A running child that leads its own process group. Dropping it without [`Group::finish`] or
 /// [`Group::stop`] (an error, a panic) SIGKILLs the group and reaps the leader.
 pub struct Group<'a> {
-    leader: Leader,
+    leader: Child,
     pgid: Pid,
-    /// Readable once the leader exited: its pidfd, a pipe a waiter thread writes to, or (a
-    /// forked leader) its status pipe.
+    /// Readable once the leader exited: its pidfd, or a pipe a waiter thread writes to.
     exit_fd: OwnedFd,
     /// stdout and stderr (`Output::Capture`), or the one pipe teed into the log (`Output::Log`).
     captures: Vec<Capture>,
@@ -246,7 +175,7 @@ impl<'a> Group<'a> {
                 .stdout(Stdio::from(stdout))
                 .stderr(Stdio::from(stderr))
                 .process_group(0);
-            cmd.spawn().map(Leader::Child)
+            cmd.spawn()
         })
     }
 
@@ -254,7 +183,7 @@ impl<'a> Group<'a> {
     /// the given stdin, stdout and stderr.
     pub fn spawn_with(
         opts: Options<'a>,
-        launch: impl FnOnce([OwnedFd; 3]) -> io::Result<Leader>,
+        launch: impl FnOnce([OwnedFd; 3]) -> io::Result<Child>,
     ) -> io::Result<Group<'a>> {
         let stdin_bytes = opts.stdin.filter(|s| !s.is_empty());
         let plumbing = Plumbing::new(stdin_bytes.is_some(), &opts.output)?;
@@ -266,7 +195,7 @@ impl<'a> Group<'a> {
             Output::Log(file) => (usize::MAX, Some(file)),
             Output::Capture { max } => (max, None),
         };
-        let exit_fd = match leader.exit_fd() {
+        let exit_fd = match exit_notifier(Pid::from_child(&leader)) {
             Ok(fd) => fd,
             Err(e) => {
                 let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
@@ -350,9 +279,8 @@ impl<'a> Group<'a> {
     /// after the KILL are kept in [`Group::leftovers`].
     pub fn stop(&mut self) -> io::Result<ExitStatus> {
         let pgid = self.pgid;
-        // Fast path: the leader is reaped (or vouched that it is the last) and nobody else
-        // is left.
-        if self.status.is_some() && (self.leader.left_nothing() || !group_alive(pgid)) {
+        // Fast path: the leader is reaped and nobody else is left.
+        if self.status.is_some() && !group_alive(pgid) {
             return self.done();
         }
         let _ = rustix::process::kill_process_group(pgid, Signal::TERM);

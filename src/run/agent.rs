@@ -193,7 +193,7 @@ pub fn run_agent_on(
     let started = Instant::now();
     let mut group = executor.start(spec, job)?;
     let pid = group.id();
-    if let Some(pid_file) = spec.pid_file.filter(|_| !group.recorded_itself()) {
+    if let Some(pid_file) = spec.pid_file {
         // A local (or tmux) agent dies with the machine, so after a power cut there is
         // nothing for the pid file to name: rename only. A slurm job runs elsewhere and
         // outlives this machine, so its id must survive: fsync (see `fsx`).

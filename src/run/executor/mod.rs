@@ -18,11 +18,9 @@ pub mod slurm;
 pub mod tmux;
 
 use super::agent::AgentSpec;
-use crate::process::zygote::Refused;
-use crate::process::{Event, Group, Leader, Leftover, Options, Output};
-use std::ffi::OsString;
+use crate::process::{Event, Group, Leftover, Options, Output};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -75,11 +73,6 @@ pub trait Running {
     fn release(&mut self) -> io::Result<()> {
         Ok(())
     }
-    /// Whether the pid file already holds the record, written by the watchdog itself before
-    /// it started the agent (one forked by [`crate::process::zygote`]): nothing to write.
-    fn recorded_itself(&self) -> bool {
-        false
-    }
 }
 
 /// Today's runner: a child of automaton in its own process group.
@@ -94,9 +87,8 @@ impl Executor for Local {
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, _job: &Job) -> io::Result<Box<dyn Running + 'a>> {
         let log = super::agent::open_log(spec.log_path)?;
         // Under the watchdog ([`crate::process::shim`]) when the binary turned it on and the run
-        // is recorded: a forked watchdog writes the pid file itself before it starts the
-        // agent; an executed one holds the agent until `go` says the pid file is written. Both
-        // stop it when automaton dies (`go` then reads end of file).
+        // is recorded: it holds the agent until `go` says the pid file is written, and stops
+        // it when automaton dies (`go` then reads end of file).
         let shim = crate::process::shim::exe().filter(|_| spec.pid_file.is_some());
         let opts = Options {
             stdin: Some(spec.prompt.as_bytes()),
@@ -113,37 +105,10 @@ impl Executor for Local {
             return Ok(Box::new(Gated {
                 group: Group::spawn(cmd, opts)?,
                 go: None,
-                recorded_itself: false,
             }));
         };
         let (read, go) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-        let mut recorded_itself = false;
-        let group = Group::spawn_with(opts, |stdio| {
-            // Forked by the fork server when it runs; else this binary is executed again.
-            let env = agent_env(spec);
-            let pid_file = std::path::absolute(spec.pid_file.expect("checked above"))?;
-            let owner = crate::process::group::owner_record();
-            let request = crate::process::zygote::Request {
-                grace: spec.kill_grace,
-                cwd: spec.cwd,
-                command: spec.command,
-                env: &env,
-                stdio: [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()],
-                control: read.as_fd(),
-                pid_file: &pid_file,
-                owner: &owner,
-            };
-            match crate::process::zygote::fork_watchdog(exe, &request) {
-                Ok(forked) => {
-                    recorded_itself = true;
-                    return Ok(Leader::Forked(forked, None));
-                }
-                Err(Refused::Declined(_)) => {}
-                // A watchdog may hold these pipes: this start fails (dropping `go` makes such
-                // a watchdog stop whatever it started).
-                Err(Refused::Lost(e)) => return Err(e),
-            }
-            let [stdin, stdout, stderr] = stdio;
+        let group = Group::spawn_with(opts, |[stdin, stdout, stderr]| {
             let mut cmd = Command::new(exe);
             cmd.arg(crate::process::shim::SHIM_ARG)
                 .arg(spec.kill_grace.as_millis().to_string())
@@ -155,35 +120,23 @@ impl Executor for Local {
                 .stdout(stdout)
                 .stderr(stderr)
                 .process_group(0);
-            crate::process::shim::with_control(&read, || cmd.spawn()).map(Leader::Child)
+            crate::process::shim::with_control(&read, || cmd.spawn())
         })?;
         // Only the watchdog keeps the read end.
         drop(read);
         Ok(Box::new(Gated {
             group,
             go: Some(go),
-            recorded_itself,
         }))
     }
 }
 
-/// The agent's whole environment: automaton's, with the run's variables on top.
-fn agent_env(spec: &AgentSpec<'_>) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(k, _)| !spec.env.iter().any(|(name, _)| k == name.as_str()))
-        .collect();
-    env.extend(spec.env.iter().map(|(k, v)| (k.into(), v.into())));
-    env
-}
-
-/// A local agent, held by its watchdog until [`Running::release`] (unless the watchdog
-/// recorded itself and started it at once).
+/// A local agent, held by its watchdog until [`Running::release`].
 struct Gated<'a> {
     group: Group<'a>,
     /// The control pipe's write end: kept open while the agent runs, its end of file tells
     /// the watchdog that automaton died.
     go: Option<rustix::fd::OwnedFd>,
-    recorded_itself: bool,
 }
 
 impl Running for Gated<'_> {
@@ -209,14 +162,10 @@ impl Running for Gated<'_> {
         Running::leftovers(&self.group)
     }
     fn release(&mut self) -> io::Result<()> {
-        // A started watchdog reads anything in the pipe as automaton's end: no byte for it.
-        if let Some(go) = self.go.as_ref().filter(|_| !self.recorded_itself) {
+        if let Some(go) = self.go.as_ref() {
             rustix::io::write(go, b"g")?;
         }
         Ok(())
-    }
-    fn recorded_itself(&self) -> bool {
-        self.recorded_itself
     }
 }
 
