@@ -50,13 +50,6 @@ pub struct AgentSpec<'a> {
     /// Where to record the agent's pid while it runs, so that a later run can stop an agent
     /// an automaton killed with SIGKILL left behind ([`stop_stale_agent`]).
     pub pid_file: Option<&'a Path>,
-    /// A file written without fsync that must become durable before the agent's own writes
-    /// can (`.incomplete`): handed to the background fsync ([`crate::fsx::sync_in_background`])
-    /// just after the agent is released, so a phase does not wait for the disk. That fsync takes
-    /// milliseconds (up to 100 ms and the disk's time when phases start faster than the
-    /// syncer's interval; none when the phase ended first); the agent's writes reach the disk
-    /// seconds later (kernel writeback), unless the agent fsyncs them itself at once.
-    pub sync_after_start: Option<&'a Path>,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
     /// Called (from the runner's thread) with the latest non-empty output line.
@@ -203,13 +196,10 @@ pub fn run_agent_on(
             crate::fsx::Durability::Rebuildable
         };
         let record = format!("{}\n", group.record());
-        crate::fsx::write_recycling(pid_file, record.as_bytes(), durability)?;
+        crate::fsx::write_atomic_with(pid_file, record.as_bytes(), durability)?;
     }
     // Recorded: the agent may start now (the watchdog holds it until this).
     group.release()?;
-    if let Some(path) = spec.sync_after_start {
-        crate::fsx::sync_in_background(path)?;
-    }
 
     let mut scan = LogScan::new();
     let mut last_growth = started;
@@ -268,7 +258,7 @@ pub fn run_agent_on(
     // Output written while the group was being stopped still counts.
     scan.absorb(&group.take_fresh(), spec.on_line);
     if let Some(pid_file) = spec.pid_file {
-        let _ = crate::fsx::remove_recycling(pid_file);
+        let _ = crate::fsx::remove_if_there(pid_file);
     }
     Ok(AgentOutcome {
         end,

@@ -48,7 +48,6 @@ impl Fx {
             kill_grace: Duration::from_millis(200),
             on_line: None,
             pid_file: None,
-            sync_after_start: None,
             stop: None,
         }
     }
@@ -355,7 +354,6 @@ fn second_interrupt_kills_groups_and_exits_130() {
                 kill_grace: Duration::from_secs(600),
                 on_line: None,
                 pid_file: None,
-                sync_after_start: None,
                 stop: None,
             };
             let _ = run_agent(&spec);

@@ -176,7 +176,6 @@ fn a_child_that_exits_is_noticed_from_the_kernel_not_a_tick() {
         kill_grace: Duration::from_secs(5),
         on_line: None,
         pid_file: None,
-        sync_after_start: None,
         stop: None,
     };
     let before = blocked_count();
