@@ -551,19 +551,6 @@ pub fn start_time(pid: u32) -> Option<u64> {
     read()
 }
 
-/// This automaton's pid and start time: the tail of every pid-file record, so that a later
-/// run stops an agent only once the automaton that ran it is gone.
-pub fn owner_record() -> String {
-    let me = std::process::id();
-    format!("{me} {}", start_time(me).unwrap_or_default())
-}
-
-/// The pid-file record of the group led by `pid`: its pid and start time, then `owner`
-/// ([`owner_record`] of the automaton that runs it).
-pub fn pid_record(pid: u32, owner: &str) -> String {
-    format!("{pid} {} {owner}", start_time(pid).unwrap_or_default())
-}
-
 /// `/proc/<pid>/stat` (a stat line is well under 4 KiB; `fsx::read_prefix` reads it in one
 /// call, where `read_to_string` would take growing pieces from 32 bytes up).
 fn proc_stat(pid: &str) -> Option<String> {

@@ -117,7 +117,7 @@ fn f2_agent_is_recorded_before_it_runs() {
     let p = project();
     let track = p.join("track.log");
     let check = format!(
-        "read first start owner rest < \"$AUTOMATON_TASK_DIR/logs/agent.pid\" 2>/dev/null; \
+        "read version kind first start owner rest < \"$AUTOMATON_TASK_DIR/logs/agent.pid\" 2>/dev/null; \
          if [ \"$first\" = \"$$\" ] || [ \"$first\" = \"$PPID\" ]; then echo tracked; else echo UNTRACKED; fi >> {t}; \
          if tr '\\0' ' ' < /proc/$owner/cmdline | grep -q ' orchestrate '; then echo owned; else echo UNOWNED; fi >> {t};",
         t = track.display()
