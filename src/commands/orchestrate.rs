@@ -14,7 +14,7 @@ use crate::state::{Phase, PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
 use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
@@ -172,11 +172,14 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         adapter,
         verify_command: settings.text(Key::VerifyCommand),
         limits,
-        // A cap too far to represent means no cap.
-        deadline: Instant::now()
-            .checked_add(limits.total)
-            .or_else(|| Instant::now().checked_add(Duration::from_secs(u32::MAX.into())))
-            .unwrap_or_else(Instant::now),
+        // A cap too far to represent means no cap. On the clock that stands still while
+        // automaton is stopped (Ctrl-Z): the run's total time leaves the pause out.
+        deadline: {
+            let now = crate::process::signals::now_unpaused();
+            now.checked_add(limits.total)
+                .or_else(|| now.checked_add(Duration::from_secs(u32::MAX.into())))
+                .unwrap_or(now)
+        },
         cancel: &cancel,
         progress: &progress,
         max_peak: vram.max_peak_context_kb,

@@ -135,7 +135,10 @@ fn suspend() {
         if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let _ = rustix::io::write(std::io::stderr(), b"\r\x1b[2K");
         }
-        let _ = rustix::process::kill_process(rustix::process::getpid(), Signal::STOP);
+        // raise(3) sends SIGSTOP to this very thread, which then stops before it returns (with
+        // every other thread): sent to the process, the stop could be taken by another thread
+        // while this one ran on and continued the groups at once.
+        let _ = signal_hook::low_level::raise(signal_hook::consts::SIGSTOP);
         // Here again after SIGCONT.
         for &pgid in groups.values() {
             signal_group(pgid, Signal::CONT);

@@ -41,7 +41,7 @@ pub struct AgentSpec<'a> {
     pub phase_timeout: Duration,
     /// Stop the agent when the log has not grown for this long.
     pub stall_timeout: Option<Duration>,
-    /// The total-time cap, as an instant.
+    /// The total-time cap, as an instant on [`crate::process::signals::now_unpaused`]'s clock.
     pub deadline: Option<Instant>,
     /// Set by the Ctrl-C handler; the runner stops the group when it sees it.
     pub cancel: &'a AtomicBool,
@@ -195,11 +195,14 @@ pub fn run_agent_on(
     // Recorded: the agent may start now (the watchdog holds it until this).
     group.release()?;
 
+    // Every cap runs on the clock that stands still while automaton is stopped by job control
+    // (Ctrl-Z until `fg`, when its agents are stopped too): `spec.deadline` is on it as well.
+    let clock = process::signals::now_unpaused;
     let mut scan = LogScan::new();
-    let mut last_growth = started;
+    let mut last_growth = clock();
     let mut contract_seen_at: Option<Instant> = None;
     let mut stopped_after_contract = false;
-    let phase_end = started.checked_add(spec.phase_timeout);
+    let phase_end = last_growth.checked_add(spec.phase_timeout);
     let end = loop {
         let next = [
             spec.deadline,
@@ -210,12 +213,13 @@ pub fn run_agent_on(
         .into_iter()
         .flatten()
         .min();
-        let event = group.wait(next)?;
+        // A wake-up early by the real clock (a pause since) only looks again.
+        let event = group.wait(next.map(process::signals::real_instant))?;
         if scan.absorb(&group.take_fresh(), spec.on_line) {
-            last_growth = Instant::now();
+            last_growth = clock();
         }
         if scan.contract_met && contract_seen_at.is_none() {
-            contract_seen_at = Some(Instant::now());
+            contract_seen_at = Some(clock());
         }
         if let Event::Exited(status) = event {
             group.finish()?;
@@ -223,7 +227,7 @@ pub fn run_agent_on(
             scan.absorb(&group.take_fresh(), spec.on_line);
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
-        let now = Instant::now();
+        let now = clock();
         let stop = if spec.cancel.load(Ordering::SeqCst) {
             Some(AgentEnd::Cancelled)
         } else if spec.deadline.is_some_and(|d| now >= d) {

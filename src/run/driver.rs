@@ -20,7 +20,6 @@ use crate::task::{TaskNode, TaskTree, frozen};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::Instant;
 
 fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
     Outcome::Stopped {
@@ -307,7 +306,8 @@ fn facts(run: &Run<'_>, dir: &Path, tree: &TaskTree, node: &TaskNode, iterations
             && !frozen::changed(dir).is_empty(),
         task_over_budget: run.budgets.task_exceeded(dir, Default::default()).is_some(),
         run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
-        now: Instant::now(),
+        // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
+        now: crate::process::signals::now_unpaused(),
         deadline: run.deadline,
     }
 }
@@ -495,7 +495,8 @@ fn after_phase(
         iterations: at.iterations,
         max_iterations: run.limits.iterations,
         step: run.step,
-        now: Instant::now(),
+        // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
+        now: crate::process::signals::now_unpaused(),
         deadline: run.deadline,
     });
     let attempts = |n: u32| format!("{n} attempt{}", if n == 1 { "" } else { "s" });

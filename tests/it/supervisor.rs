@@ -4,7 +4,7 @@
 //! learnt from the kernel, not from a polling tick. No timing bound here is tight: what is
 //! checked is ordering and counts.
 
-use crate::harness::{Project, process_gone, wait_gone};
+use crate::harness::{Project, SpawnGuarded, process_gone, wait_gone};
 use automaton::process::{Event, Group, Options, Output};
 use automaton::run::agent::{AgentEnd, AgentSpec, run_agent};
 use rustix::process::{Pid, Signal, kill_process};
@@ -433,4 +433,74 @@ fn an_agent_starts_with_the_signals_automaton_was_given() {
     // The standard signals (glibc keeps two real-time ones of its own ignored).
     let standard = mask("SigIgn:") & 0x7fff_ffff;
     assert_eq!(standard, 1 << (libc::SIGUSR1 - 1), "{text}");
+}
+
+/// The state letter of `/proc/<pid>/stat` (`T`: stopped), or `None` once the process is gone.
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Wait (up to `PATIENCE`) for a process to be in state `want`.
+fn wait_state(pid: i32, want: char) -> Option<char> {
+    let start = Instant::now();
+    loop {
+        let now = proc_state(pid);
+        if now == Some(want) || start.elapsed() > crate::harness::PATIENCE {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Job control: Ctrl-Z (SIGTSTP) stops automaton and its agent's whole group, and the phase,
+/// stall and total-time clocks stand still meanwhile; `fg` (SIGCONT) resumes both. An agent
+/// that needs about 2 s of running (short sleeps, so time spent stopped does not count for it
+/// either) under a 3 s phase cap, stopped for longer than the cap, still completes its phase,
+/// where a clock that ran on would have timed it out (exit 13) or called it stalled (exit 14).
+#[test]
+fn ctrl_z_stops_the_agents_and_the_clocks_and_fg_resumes_them() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n",
+    );
+    let agent = phase_agent(
+        &p,
+        "if [ \"$AUTOMATON_PHASE\" = research ]; then\n\
+           echo $$ > \"$AUTOMATON_PROJECT/agent.pid.t\" && mv \"$AUTOMATON_PROJECT/agent.pid.t\" \"$AUTOMATON_PROJECT/agent.pid\"\n\
+           i=0; while [ $i -lt 15 ]; do sleep 0.1; i=$((i + 1)); done\n\
+         fi\n",
+    );
+    let mut run = p
+        .orchestrate_std()
+        .args(["--max-phase-time", "3s", "--stall-timeout", "3s"])
+        .args(["--max-total-time", "20s", "--agent", &agent, "pause me"])
+        .spawn_guarded();
+    let agent_pid = p.wait_pid("agent.pid");
+    signal(run.id(), Signal::TSTP);
+    assert_eq!(wait_state(run.id() as i32, 'T'), Some('T'), "automaton");
+    assert_eq!(wait_state(agent_pid, 'T'), Some('T'), "the agent runs on");
+    // Stopped for longer than the phase cap and the stall timeout: still stopped.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(proc_state(agent_pid), Some('T'));
+    assert_eq!(proc_state(run.id() as i32), Some('T'));
+    signal(run.id(), Signal::CONT);
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "the phase did not complete");
+    let task = std::fs::read_dir(p.join("tasks"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(
+        std::fs::read_to_string(task.join(".state")).unwrap(),
+        "complete\n"
+    );
+    assert!(task.join("logs/research-1.log").exists());
+    assert!(
+        !task.join("logs/research-2.log").exists(),
+        "research ran again"
+    );
 }
