@@ -8,25 +8,13 @@
 //! survives); a file that is re-derived is not, because after a power cut losing its last
 //! version costs nothing but a redo.
 //!
-//! | file | durability | why |
-//! |---|---|---|
-//! | artifacts (SPEC.md … VERDICT.md) | the agent's | written by the agents, not by automaton; they decide the state |
-//! | `TASK.md` | [`Durability::Durable`] | the request a task was made from: nothing else holds it |
-//! | `.origin` | durable | the start state and inherited hashes of copied reports |
-//! | `.stop` | durable | why a run stopped a task (a human reads it) |
-//! | `logs/verified` | durable | which VERDICT.md the verify command passed |
-//! | `.isolation`, git `info/exclude` | durable | the worktree and branch of a task |
-//! | `PARENT_SPEC.md`, `VRAM_CONFIG.md` | rebuildable | a sub-task's scope, derived from its row of the parent's DECOMPOSITION.md; the next run writes a lost one again |
-//! | `logs/agent.pid` | rebuildable (durable for `slurm`) | after a power cut no local or tmux agent runs, so there is nothing to name; a slurm job outlives this machine |
-//! | `.state.frozen` | durable | the frozen acceptance hashes; without them a later phase could change an acceptance test unseen |
-//! | `.incomplete` | durable, written before the agent starts | the artifact a phase run is writing: without it, what a power cut left half-written would be judged |
-//! | a task folder's own entry | durable ([`crate::task::create_task`]); a sub-task's with one fsync of `subtasks/` for all a decomposition makes ([`sync_path`]) | the durable files above are in it; a lost sub-task folder is made again from the parent's DECOMPOSITION.md |
-//! | `.state` | [`Durability::Rebuildable`] | re-derived from the artifacts; the driver rewrites it when it disagrees |
-//! | `.state.inputs` | rebuildable | a lost record only means its artifact is taken as built on the inputs there now (never a wrong state) |
-//! | `.automaton/lock` holder | rebuildable | names the running automaton; none survives a power cut |
-//! | `logs/<phase>-<n>.prompt.md` | rebuildable | re-rendered when the phase runs again |
-//! | `.automaton/.vram_cache.json`, `.automaton/.agent_model.json` | rebuildable | caches of a probe / of the last agent's report |
-//! | `.automaton/.index` | rebuildable | the status index, a cache of what artifacts said |
+//! Durable: `TASK.md`, `.origin`, `.stop`, `logs/verified`, `.isolation` and git
+//! `info/exclude`, `.state.frozen`, `.incomplete` (written before the agent starts, so a
+//! half-written artifact is always set aside) and a task folder's own entry (a decomposition's
+//! sub-task folders with one fsync of `subtasks/`, [`sync_path`]). Rebuildable: `.state`,
+//! `.state.inputs`, `PARENT_SPEC.md`, `VRAM_CONFIG.md`, prompts, caches, the lock's holder and
+//! `logs/agent.pid` (durable for `slurm`: a job outlives this machine). Each file's reason is
+//! in README.md's table under "Task folders".
 //!
 //! [`write_atomic`] is durable; [`write_rebuildable`] is not, unless `- **Durability**: full`
 //! (config.md `## Storage`, or `AUTOMATON_DURABILITY=full`) turned [`set_full_durability`] on,
@@ -254,20 +242,9 @@ fn read_up_to(file: &mut fs::File, size: u64, limit: usize) -> io::Result<Vec<u8
     let first = usize::try_from(size)
         .unwrap_or(usize::MAX)
         .saturating_add(1);
-    let mut buf = vec![0u8; first.max(1024).min(limit)];
-    let mut filled = 0;
-    while filled < limit {
-        if filled == buf.len() {
-            buf.resize(buf.len().saturating_mul(2).min(limit), 0);
-        }
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    buf.truncate(filled);
+    let mut buf = Vec::with_capacity(first.max(1024).min(limit));
+    file.take(u64::try_from(limit).unwrap_or(u64::MAX))
+        .read_to_end(&mut buf)?;
     Ok(buf)
 }
 

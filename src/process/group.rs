@@ -3,11 +3,10 @@
 //! `poll(2)` waits on all of them with the nearest deadline as its timeout.
 //!
 //! Output reaches the log through a pipe the supervisor reads and copies into the file (a tee),
-//! not by handing the child the file: so each write wakes the runner at once. (An inotify watch
-//! on the file would too, but closing an inotify instance costs the closing thread 15–20 ms in
-//! the kernel, per phase.) A process that escapes the group and keeps the pipe open cannot block
-//! us: the pipe is read without blocking and dropped once the group is gone. An agent that
-//! outlives a SIGKILLed automaton gets EPIPE (or SIGPIPE) when it next writes.
+//! not by handing the child the file: so each write wakes the runner at once. A process that
+//! escapes the group and keeps the pipe open cannot block us: the pipe is read without blocking
+//! and dropped once the group is gone. An agent that outlives a SIGKILLed automaton gets EPIPE
+//! (or SIGPIPE) when it next writes.
 
 use super::signals;
 use rustix::event::{PollFd, PollFlags, poll};
@@ -20,8 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Longest wait without a wake-up source: only when the kernel cannot tell us (a cancel flag
-/// that is not the signal policy's).
+/// Longest wait for a cancel flag that is not the signal policy's (no wake-up comes with it).
 const BACKSTOP: Duration = Duration::from_millis(50);
 /// After SIGKILL, how long members get to disappear before they are reported as leftovers.
 const AFTER_KILL: Duration = Duration::from_secs(1);
@@ -268,8 +266,7 @@ impl<'a> Group<'a> {
         Ok(Event::Woke)
     }
 
-    /// After [`Event::Exited`]: stop what is left of the group (TERM, grace, KILL) and return
-    /// the leader's status. Also right when the leader has not exited: then it is [`Group::stop`].
+    /// After [`Event::Exited`]: stop what is left of the group and return the leader's status.
     pub fn finish(&mut self) -> io::Result<ExitStatus> {
         self.stop()
     }
@@ -459,13 +456,6 @@ pub fn wait_any_readable(
         .iter()
         .map(|p| !p.revents().is_empty())
         .collect())
-}
-
-/// Send `sig` to process group `pgid` (ESRCH, the group being gone, is not an error here).
-pub fn signal_group(pgid: u32, sig: Signal) {
-    if let Some(pgid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pgid, sig);
-    }
 }
 
 /// Whether any process is left in the group (zombies included). EPERM means a member exists

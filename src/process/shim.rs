@@ -51,10 +51,9 @@ pub fn exe() -> Option<&'static PathBuf> {
     SHIM_EXE.get()
 }
 
-/// Held while a control pipe's read end is inheritable, so that agents started at the same
-/// time by other threads of automaton do not inherit it too. (A process spawned meanwhile
-/// outside the supervisor, such as `git`, may; a stray read end is harmless: the shim watches
-/// for the write end to close.)
+/// Held while a control pipe's read end is inheritable, so that agents other threads start
+/// meanwhile do not inherit it (a `git` spawned outside the supervisor may; a stray read end
+/// is harmless: the shim watches for the write end to close).
 static INHERITABLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Run `spawn` with `read` (a control pipe's read end, close-on-exec) inheritable, so the
@@ -246,10 +245,7 @@ fn wait_for_event(control: BorrowedFd<'_>, wake: BorrowedFd<'_>, deadline: Optio
 /// Whether automaton closed its end of the control pipe (it died).
 fn control_closed(control: BorrowedFd<'_>) -> bool {
     let mut fds = [PollFd::from_borrowed_fd(control.as_fd(), PollFlags::IN)];
-    let zero = rustix::event::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let zero = super::group::timespec(Duration::ZERO);
     matches!(poll(&mut fds, Some(&zero)), Ok(n) if n > 0)
         && fds[0]
             .revents()

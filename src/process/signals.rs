@@ -15,15 +15,14 @@
 //!   spent stopped is counted ([`paused`]) and the phase, stall and total-time clocks leave it
 //!   out ([`now_unpaused`]), so `fg` never turns straight into a timeout.
 //!
-//! The signals are received by a dedicated thread (`signal_hook::iterator`), not acted on in
-//! the handler itself: the async-signal-safe part lives in signal-hook, and nothing here runs
-//! in a handler, so the registry of groups can be a plain locked map.
+//! The signals are received by a dedicated thread (`signal_hook::iterator`): nothing here runs
+//! in a signal handler, so the registry of groups can be a plain locked map.
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::pipe::{PipeFlags, pipe_with};
 use rustix::process::{Pid, Signal};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -179,19 +178,15 @@ pub fn now_unpaused() -> Instant {
 /// `at` (on the [`now_unpaused`] clock) as a real instant, for a `poll` timeout: a deadline
 /// `at` on the paused clock is reached when the real clock is `paused()` later.
 pub fn real_instant(at: Instant) -> Instant {
-    let shift = paused();
-    at.checked_add(shift).unwrap_or(at)
+    at.checked_add(paused()).unwrap_or(at)
 }
 
 /// Process groups of running children, for job control and the forced exit of a second
 /// signal: every group, however many run at once. Keyed by a token, so that a group id the
 /// kernel reuses is never unregistered by its predecessor's owner.
-fn groups() -> MutexGuard<'static, HashMap<usize, i32>> {
-    static GROUPS: OnceLock<Mutex<HashMap<usize, i32>>> = OnceLock::new();
-    GROUPS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+fn groups() -> MutexGuard<'static, BTreeMap<usize, i32>> {
+    static GROUPS: Mutex<BTreeMap<usize, i32>> = Mutex::new(BTreeMap::new());
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Record a running child group; returns the token for [`unregister_group`] (always `Some`).
