@@ -49,17 +49,16 @@ pub fn main() -> std::process::ExitCode {
         let code = process::shim::main(&args[1..]);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
-    if args.first().map(String::as_str) == Some(process::zygote::ZYGOTE_ARG) {
-        return std::process::ExitCode::from(u8::try_from(process::zygote::main()).unwrap_or(1));
-    }
-    // Agents run under the watchdog shim: this very binary.
-    if let Ok(exe) = std::env::current_exe() {
+    // Agents run under the watchdog shim: this very binary, through /proc/self/exe (the file
+    // this process runs, even if an upgrade replaced the path since), or its path where there
+    // is no /proc.
+    let proc_exe = std::path::Path::new("/proc/self/exe");
+    if proc_exe.exists() {
+        process::shim::enable(proc_exe.to_path_buf());
+    } else if let Ok(exe) = std::env::current_exe() {
         process::shim::enable(exe);
     }
-    let code = commands::main();
-    // No fsync a run requested is dropped with the process.
-    fsx::wait_background_syncs();
-    code
+    commands::main()
 }
 
 #[cfg(test)]

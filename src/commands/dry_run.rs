@@ -13,7 +13,7 @@ use crate::run::{Run, Slots, adapter, isolation};
 use crate::settings::Settings;
 use crate::task::TaskTree;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub fn dry_run(
     ctx: &Ctx,
@@ -41,7 +41,7 @@ pub fn dry_run(
         adapter: adapter::adapter_for(adapter::AgentKind::Command),
         verify_command: cfg.verify_command.as_deref(),
         limits: cfg.limits,
-        deadline: Instant::now() + Duration::from_secs(u32::MAX.into()),
+        deadline: crate::process::signals::now_unpaused() + Duration::from_secs(u32::MAX.into()),
         cancel: &cancel,
         progress: &progress,
         max_peak: crate::detect::cached(settings).map_or(u64::MAX, |r| r.max_peak_context_kb),

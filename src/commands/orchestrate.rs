@@ -15,7 +15,7 @@ use crate::settings::{Key, Origin, Settings};
 use crate::state::{Phase, PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
@@ -136,9 +136,6 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         cfg.slurm_gres.as_deref(),
     )
     .map_err(|e| Error::Input(e.to_string()))?;
-    if executor.agents_are_children() {
-        crate::process::zygote::prestart();
-    }
     // In a worktree, the agent must still write its artifact in the task folder.
     let agent_command = match isolation {
         Some(_) => adapter::in_worktree(
@@ -157,11 +154,14 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         adapter,
         verify_command: cfg.verify_command.as_deref(),
         limits,
-        // A cap too far to represent means no cap.
-        deadline: Instant::now()
-            .checked_add(limits.total)
-            .or_else(|| Instant::now().checked_add(Duration::from_secs(u32::MAX.into())))
-            .unwrap_or_else(Instant::now),
+        // A cap too far to represent means no cap. On the clock that stands still while
+        // automaton is stopped (Ctrl-Z): the run's total time leaves the pause out.
+        deadline: {
+            let now = crate::process::signals::now_unpaused();
+            now.checked_add(limits.total)
+                .or_else(|| now.checked_add(Duration::from_secs(u32::MAX.into())))
+                .unwrap_or(now)
+        },
         cancel: &cancel,
         progress: &progress,
         max_peak: vram.max_peak_context_kb,

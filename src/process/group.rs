@@ -3,11 +3,10 @@
 //! `poll(2)` waits on all of them with the nearest deadline as its timeout.
 //!
 //! Output reaches the log through a pipe the supervisor reads and copies into the file (a tee),
-//! not by handing the child the file: so each write wakes the runner at once. (An inotify watch
-//! on the file would too, but closing an inotify instance costs the closing thread 15–20 ms in
-//! the kernel, per phase.) A process that escapes the group and keeps the pipe open cannot block
-//! us: the pipe is read without blocking and dropped once the group is gone. An agent that
-//! outlives a SIGKILLed automaton gets EPIPE (or SIGPIPE) when it next writes.
+//! not by handing the child the file: so each write wakes the runner at once. A process that
+//! escapes the group and keeps the pipe open cannot block us: the pipe is read without blocking
+//! and dropped once the group is gone. An agent that outlives a SIGKILLed automaton gets EPIPE
+//! (or SIGPIPE) when it next writes.
 
 use super::signals;
 use rustix::event::{PollFd, PollFlags, poll};
@@ -20,8 +19,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// Longest wait without a wake-up source: only when the kernel cannot tell us (a cancel flag
-/// that is not the signal policy's).
+/// Longest wait for a cancel flag that is not the signal policy's (no wake-up comes with it).
 const BACKSTOP: Duration = Duration::from_millis(50);
 /// After SIGKILL, how long members get to disappear before they are reported as leftovers.
 const AFTER_KILL: Duration = Duration::from_secs(1);
@@ -112,76 +110,6 @@ impl Capture {
     }
 }
 
-/// The process that leads the group.
-pub enum Leader {
-    /// Our own child.
-    Child(Child),
-    /// A watchdog forked by the [`super::zygote`]: its status arrives on a pipe, with whether
-    /// the watchdog reported it itself, having left nothing behind.
-    Forked(super::zygote::Forked, Option<(ExitStatus, bool)>),
-}
-
-impl Leader {
-    fn id(&self) -> u32 {
-        match self {
-            Leader::Child(c) => c.id(),
-            Leader::Forked(f, _) => f.pid,
-        }
-    }
-
-    /// Readable once the leader exited: its pidfd (or a waiter thread's pipe), or for a
-    /// forked one a copy of its status pipe.
-    fn exit_fd(&self) -> io::Result<OwnedFd> {
-        match self {
-            Leader::Child(c) => exit_notifier(Pid::from_child(c)),
-            Leader::Forked(f, _) => Ok(rustix::io::fcntl_dupfd_cloexec(&f.status, 0)?),
-        }
-    }
-
-    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
-        use std::os::unix::process::ExitStatusExt;
-        match self {
-            Leader::Child(c) => c.try_wait(),
-            Leader::Forked(_, Some((st, _))) => Ok(Some(*st)),
-            Leader::Forked(f, got) => {
-                let mut report = [0u8; 8];
-                match rustix::io::read(&f.status, &mut report) {
-                    Ok(8) => {
-                        let (by, raw) = super::zygote::read_report(report);
-                        *got = Some((ExitStatus::from_raw(raw), by == super::zygote::BY_WATCHDOG));
-                    }
-                    // Both died before either could tell: report a kill.
-                    Ok(_) => *got = Some((ExitStatus::from_raw(libc::SIGKILL), false)),
-                    Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {}
-                    Err(e) => return Err(e.into()),
-                }
-                Ok(got.map(|(st, _)| st))
-            }
-        }
-    }
-
-    /// Whether the leader, done, said that nothing of its group is left but itself (a forked
-    /// watchdog that reported its own end; it is reaped by the server, not by us).
-    fn left_nothing(&self) -> bool {
-        matches!(self, Leader::Forked(_, Some((_, true))))
-    }
-
-    fn wait(&mut self) -> io::Result<ExitStatus> {
-        match self {
-            Leader::Child(c) => c.wait(),
-            Leader::Forked(f, _) => {
-                let fd = rustix::io::fcntl_dupfd_cloexec(&f.status, 0)?;
-                loop {
-                    if let Some(st) = self.try_wait()? {
-                        return Ok(st);
-                    }
-                    wait_readable(fd.as_fd(), Instant::now() + Duration::from_secs(3600));
-                }
-            }
-        }
-    }
-}
-
 /// The child's ends of its stdin, stdout and stderr, and ours: the stdin pipe's write end and
 /// the output pipes' read ends.
 struct Plumbing {
@@ -221,10 +149,9 @@ impl Plumbing {
 /// A running child that leads its own process group. Dropping it without [`Group::finish`] or
 /// [`Group::stop`] (an error, a panic) SIGKILLs the group and reaps the leader.
 pub struct Group<'a> {
-    leader: Leader,
+    leader: Child,
     pgid: Pid,
-    /// Readable once the leader exited: its pidfd, a pipe a waiter thread writes to, or (a
-    /// forked leader) its status pipe.
+    /// Readable once the leader exited: its pidfd, or a pipe a waiter thread writes to.
     exit_fd: OwnedFd,
     /// stdout and stderr (`Output::Capture`), or the one pipe teed into the log (`Output::Log`).
     captures: Vec<Capture>,
@@ -246,7 +173,7 @@ impl<'a> Group<'a> {
                 .stdout(Stdio::from(stdout))
                 .stderr(Stdio::from(stderr))
                 .process_group(0);
-            cmd.spawn().map(Leader::Child)
+            cmd.spawn()
         })
     }
 
@@ -254,7 +181,7 @@ impl<'a> Group<'a> {
     /// the given stdin, stdout and stderr.
     pub fn spawn_with(
         opts: Options<'a>,
-        launch: impl FnOnce([OwnedFd; 3]) -> io::Result<Leader>,
+        launch: impl FnOnce([OwnedFd; 3]) -> io::Result<Child>,
     ) -> io::Result<Group<'a>> {
         let stdin_bytes = opts.stdin.filter(|s| !s.is_empty());
         let plumbing = Plumbing::new(stdin_bytes.is_some(), &opts.output)?;
@@ -266,7 +193,7 @@ impl<'a> Group<'a> {
             Output::Log(file) => (usize::MAX, Some(file)),
             Output::Capture { max } => (max, None),
         };
-        let exit_fd = match leader.exit_fd() {
+        let exit_fd = match exit_notifier(Pid::from_child(&leader)) {
             Ok(fd) => fd,
             Err(e) => {
                 let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
@@ -339,8 +266,7 @@ impl<'a> Group<'a> {
         Ok(Event::Woke)
     }
 
-    /// After [`Event::Exited`]: stop what is left of the group (TERM, grace, KILL) and return
-    /// the leader's status. Also right when the leader has not exited: then it is [`Group::stop`].
+    /// After [`Event::Exited`]: stop what is left of the group and return the leader's status.
     pub fn finish(&mut self) -> io::Result<ExitStatus> {
         self.stop()
     }
@@ -350,9 +276,8 @@ impl<'a> Group<'a> {
     /// after the KILL are kept in [`Group::leftovers`].
     pub fn stop(&mut self) -> io::Result<ExitStatus> {
         let pgid = self.pgid;
-        // Fast path: the leader is reaped (or vouched that it is the last) and nobody else
-        // is left.
-        if self.status.is_some() && (self.leader.left_nothing() || !group_alive(pgid)) {
+        // Fast path: the leader is reaped and nobody else is left.
+        if self.status.is_some() && !group_alive(pgid) {
             return self.done();
         }
         let _ = rustix::process::kill_process_group(pgid, Signal::TERM);
@@ -533,13 +458,6 @@ pub fn wait_any_readable(
         .collect())
 }
 
-/// Send `sig` to process group `pgid` (ESRCH, the group being gone, is not an error here).
-pub fn signal_group(pgid: u32, sig: Signal) {
-    if let Some(pgid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pgid, sig);
-    }
-}
-
 /// Whether any process is left in the group (zombies included). EPERM means a member exists
 /// that we may not signal.
 pub fn group_alive(pgid: Pid) -> bool {
@@ -621,19 +539,6 @@ pub fn start_time(pid: u32) -> Option<u64> {
         }
     }
     read()
-}
-
-/// This automaton's pid and start time: the tail of every pid-file record, so that a later
-/// run stops an agent only once the automaton that ran it is gone.
-pub fn owner_record() -> String {
-    let me = std::process::id();
-    format!("{me} {}", start_time(me).unwrap_or_default())
-}
-
-/// The pid-file record of the group led by `pid`: its pid and start time, then `owner`
-/// ([`owner_record`] of the automaton that runs it).
-pub fn pid_record(pid: u32, owner: &str) -> String {
-    format!("{pid} {} {owner}", start_time(pid).unwrap_or_default())
 }
 
 /// `/proc/<pid>/stat` (a stat line is well under 4 KiB; `fsx::read_prefix` reads it in one

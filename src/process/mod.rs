@@ -13,12 +13,10 @@
 //! - One signal policy for automaton itself ([`signals`]): SIGINT, SIGTERM and SIGHUP stop
 //!   every child group alike; a second signal kills them at once and exits with 130.
 //! - Every agent runs under a watchdog ([`shim`]) that leads its group and outlives automaton
-//!   only long enough to stop it; watchdogs are forked by one small fork server per run
-//!   ([`zygote`]) rather than executed, and executed when the server cannot serve.
+//!   only long enough to stop it: this binary executed again, one per agent.
 
 pub mod group;
 pub mod shim;
 pub mod signals;
-pub mod zygote;
 
-pub use group::{Event, Group, Leader, Leftover, Options, Output};
+pub use group::{Event, Group, Leftover, Options, Output};

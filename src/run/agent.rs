@@ -41,22 +41,15 @@ pub struct AgentSpec<'a> {
     pub phase_timeout: Duration,
     /// Stop the agent when the log has not grown for this long.
     pub stall_timeout: Option<Duration>,
-    /// The total-time cap, as an instant.
+    /// The total-time cap, as an instant on [`crate::process::signals::now_unpaused`]'s clock.
     pub deadline: Option<Instant>,
     /// Set by the Ctrl-C handler; the runner stops the group when it sees it.
     pub cancel: &'a AtomicBool,
     /// After CONTRACT_MET appears in the output, how long the agent may take to exit.
     pub contract_grace: Duration,
     /// Where to record the agent's pid while it runs, so that a later run can stop an agent
-    /// an automaton killed with SIGKILL left behind ([`stop_stale_agent`]).
+    /// an automaton killed with SIGKILL left behind ([`super::executor::stop_stale`]).
     pub pid_file: Option<&'a Path>,
-    /// A file written without fsync that must become durable before the agent's own writes
-    /// can (`.incomplete`): handed to the background fsync ([`crate::fsx::sync_in_background`])
-    /// just after the agent is released, so a phase does not wait for the disk. That fsync takes
-    /// milliseconds (up to 100 ms and the disk's time when phases start faster than the
-    /// syncer's interval; none when the phase ended first); the agent's writes reach the disk
-    /// seconds later (kernel writeback), unless the agent fsyncs them itself at once.
-    pub sync_after_start: Option<&'a Path>,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
     /// Called (from the runner's thread) with the latest non-empty output line.
@@ -199,29 +192,25 @@ pub fn run_agent_on(
     let started = Instant::now();
     let mut group = executor.start(spec, job)?;
     let pid = group.id();
-    if let Some(pid_file) = spec.pid_file.filter(|_| !group.recorded_itself()) {
+    if let Some(pid_file) = spec.pid_file {
         // A local (or tmux) agent dies with the machine, so after a power cut there is
         // nothing for the pid file to name: rename only. A slurm job runs elsewhere and
         // outlives this machine, so its id must survive: fsync (see `fsx`).
-        let durability = if !executor.runs_on_this_host() {
-            crate::fsx::Durability::Durable
-        } else {
-            crate::fsx::Durability::Rebuildable
-        };
-        let record = format!("{}\n", group.record());
-        crate::fsx::write_recycling(pid_file, record.as_bytes(), durability)?;
+        group
+            .record()
+            .write(pid_file, !executor.runs_on_this_host())?;
     }
     // Recorded: the agent may start now (the watchdog holds it until this).
     group.release()?;
-    if let Some(path) = spec.sync_after_start {
-        crate::fsx::sync_in_background(path)?;
-    }
 
+    // Every cap runs on the clock that stands still while automaton is stopped by job control
+    // (Ctrl-Z until `fg`, when its agents are stopped too): `spec.deadline` is on it as well.
+    let clock = process::signals::now_unpaused;
     let mut scan = LogScan::new();
-    let mut last_growth = started;
+    let mut last_growth = clock();
     let mut contract_seen_at: Option<Instant> = None;
     let mut stopped_after_contract = false;
-    let phase_end = started.checked_add(spec.phase_timeout);
+    let phase_end = last_growth.checked_add(spec.phase_timeout);
     let end = loop {
         let next = [
             spec.deadline,
@@ -232,12 +221,13 @@ pub fn run_agent_on(
         .into_iter()
         .flatten()
         .min();
-        let event = group.wait(next)?;
+        // A wake-up early by the real clock (a pause since) only looks again.
+        let event = group.wait(next.map(process::signals::real_instant))?;
         if scan.absorb(&group.take_fresh(), spec) {
-            last_growth = Instant::now();
+            last_growth = clock();
         }
         if scan.contract_met && contract_seen_at.is_none() {
-            contract_seen_at = Some(Instant::now());
+            contract_seen_at = Some(clock());
         }
         if let Event::Exited(status) = event {
             group.finish()?;
@@ -245,7 +235,7 @@ pub fn run_agent_on(
             scan.absorb(&group.take_fresh(), spec);
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
-        let now = Instant::now();
+        let now = clock();
         let stop = if spec.cancel.load(Ordering::SeqCst) {
             Some(AgentEnd::Cancelled)
         } else if spec.deadline.is_some_and(|d| now >= d) {
@@ -274,7 +264,7 @@ pub fn run_agent_on(
     // Output written while the group was being stopped still counts.
     scan.absorb(&group.take_fresh(), spec);
     if let Some(pid_file) = spec.pid_file {
-        let _ = crate::fsx::remove_recycling(pid_file);
+        let _ = crate::fsx::remove_if_there(pid_file);
     }
     Ok(AgentOutcome {
         end,
@@ -287,64 +277,20 @@ pub fn run_agent_on(
     })
 }
 
-/// Stop an agent group that an earlier automaton, killed with SIGKILL, left running: read the
-/// pid file [`run_agent`] wrote, and when that process still runs (same pid and start time, so
-/// a recycled pid is left alone), TERM its group, wait up to `grace`, then KILL. Returns the
-/// pid it stopped. The pid file is removed either way.
-pub fn stop_stale_agent(pid_file: &Path, grace: Duration) -> io::Result<Option<u32>> {
-    let text = match crate::fsx::read_to_string(pid_file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut parts = text.split_whitespace();
-    let pid = parts
-        .next()
-        .and_then(|p| p.parse::<i32>().ok())
-        .and_then(rustix::process::Pid::from_raw);
-    let start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
-    // The automaton that ran it: while that one lives, the agent is not a leftover (two
-    // automatons on one project: the lock was side-stepped), and it is never stopped here.
-    let owner: Option<u32> = parts.next().and_then(|s| s.parse().ok());
-    let owner_start: Option<u64> = parts.next().and_then(|s| s.parse().ok());
-    if let (Some(owner), Some(owner_start)) = (owner, owner_start)
-        && owner != std::process::id()
-        && process::group::start_time(owner) == Some(owner_start)
-    {
-        return Err(io::Error::new(
-            io::ErrorKind::ResourceBusy,
-            format!(
-                "{}: the agent there belongs to automaton pid {owner}, which still runs; \
-                 not stopping it (is another automaton driving this project?)",
-                pid_file.display()
-            ),
-        ));
+/// Stop an agent group that an earlier automaton, killed with SIGKILL, left running (its pid
+/// record, [`super::executor::stop_stale`], names the leader `pid` and its `start` time):
+/// when that group still runs (the same start time, so a recycled pid is left alone), TERM
+/// it, wait up to `grace`, then KILL. Returns the pid it stopped.
+pub(crate) fn stop_stale_group(pid: u32, start: u64, grace: Duration) -> Option<u32> {
+    let pgid = i32::try_from(pid)
+        .ok()
+        .filter(|&p| p > 1)
+        .and_then(rustix::process::Pid::from_raw)?;
+    if !process::group::group_alive(pgid) || !our_group(pgid, start) {
+        return None;
     }
-    // Our own record (a phase of this run whose file could not be removed): that agent's
-    // group was stopped by its runner, and its watchdog may run another agent by now.
-    let ours = owner == Some(std::process::id())
-        && owner_start.is_some()
-        && process::group::start_time(std::process::id()) == owner_start;
-    let stopped = match (pid, start) {
-        (Some(pid), Some(start))
-            if !ours
-                && pid.as_raw_pid() > 1
-                && process::group::group_alive(pid)
-                && our_group(pid, start) =>
-        {
-            let raw = pid.as_raw_pid() as u32;
-            process::group::stop_foreign_group(raw, grace);
-            Some(raw)
-        }
-        _ => None,
-    };
-    std::fs::remove_file(pid_file).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("cannot remove {}: {e}", pid_file.display()),
-        )
-    })?;
-    Ok(stopped)
+    process::group::stop_foreign_group(pid, grace);
+    Some(pid)
 }
 
 /// Whether process group `pgid` is still the agent that was recorded: its leader with the

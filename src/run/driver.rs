@@ -19,7 +19,6 @@ use crate::task::readiness::{WaveRules, waits_for};
 use crate::task::snapshot::content_hash;
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 pub(super) fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
     Outcome::Stopped {
@@ -381,7 +380,8 @@ pub(super) fn facts(
             && !frozen::changed(dir).is_empty(),
         task_over_budget: run.budgets.task_exceeded(dir, Default::default()).is_some(),
         run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
-        now: Instant::now(),
+        // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
+        now: crate::process::signals::now_unpaused(),
         deadline: run.deadline,
     }
 }

@@ -11,7 +11,6 @@ use crate::decide::{ArtifactCheck, GiveUp, PhaseFacts, Retry, RetryFacts, judge_
 use crate::state::{Artifact, Phase};
 use crate::task::{TaskTree, frozen};
 use std::path::Path;
-use std::time::Instant;
 
 /// The stop reason of a changed frozen acceptance file.
 pub(super) fn frozen_reason(rel: &str, what: &str) -> String {
@@ -83,7 +82,8 @@ pub(super) fn after_phase(
         iterations: at.iterations,
         max_iterations: run.limits.iterations,
         step: run.step,
-        now: Instant::now(),
+        // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
+        now: crate::process::signals::now_unpaused(),
         deadline: run.deadline,
     });
     let attempts = |n: u32| format!("{n} attempt{}", if n == 1 { "" } else { "s" });

@@ -264,9 +264,7 @@ pub fn run_phase_noted(
         None => stop_leftover_agent(run, task_rel, &logs)?,
     };
     // Until this run is judged, what it writes does not count (see `store::task_files`).
-    // Durable once the agent is started (`AgentSpec::sync_after_start`).
-    let marker =
-        crate::store::task_files::write_incomplete(task_dir, phase.artifact().file_name())?;
+    crate::store::task_files::write_incomplete(task_dir, phase.artifact().file_name())?;
     let started = Instant::now();
     // The live line: task, phase, elapsed seconds and the agent's last line, redrawn on every
     // new line and once a second (terminal only).
@@ -309,7 +307,6 @@ pub fn run_phase_noted(
         on_output: Some(&on_output),
         stop: watch.as_ref().map(|w| w.stop_flag()),
         pid_file: Some(&pid_file),
-        sync_after_start: Some(&marker),
     };
     let outcome = std::thread::scope(|scope| {
         // The once-a-second redraw waits on a channel: dropping the sender when the agent is
@@ -481,7 +478,6 @@ fn run_check(
         on_line: None,
         on_output: None,
         pid_file: Some(&pid_file),
-        sync_after_start: None,
         stop: None,
     };
     let outcome = {

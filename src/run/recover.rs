@@ -5,7 +5,8 @@
 //! In this order, for every task folder of the tree:
 //! 1. an agent the pid file `logs/agent.pid` names that still runs is stopped (TERM, grace,
 //!    KILL); its late writes land before the folder is judged, never after;
-//! 2. stray `.automaton-tmp-*` files of an interrupted atomic write are removed;
+//! 2. stray `.automaton-tmp-*` files of an interrupted atomic write are removed (and the
+//!    `.automaton-spare-*` files older versions kept, in the task folder and `logs/`);
 //! 3. an artifact that a phase run was still writing (`.incomplete`) is moved to
 //!    `logs/incomplete/<NAME>-<n>` (never deleted) and the marker removed: the phase runs again;
 //! 4. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
@@ -33,6 +34,7 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
         }
         super::phase::stop_leftover_agent(run, &node.rel, &logs)?;
         remove_temp_entries(&node.dir, false);
+        remove_temp_entries(&logs, false);
         if node.snap.has_subtasks_dir {
             remove_temp_entries(&node.dir.join(crate::task::snapshot::SUBTASKS_DIR), true);
         }
@@ -112,18 +114,17 @@ const STAGING_LEFT_AFTER: std::time::Duration = std::time::Duration::from_secs(6
 /// (`folders`), the sub-task folders it was making ([`crate::task::create_task`] builds each
 /// under such a name and renames it into place whole), once untouched for
 /// [`STAGING_LEFT_AFTER`]: `automaton task create` takes no lock and may be building one
-/// there right now. A link is never followed. Spares of [`crate::fsx::write_recycling`]
-/// stay: they are reused, and overwritten whole before use.
+/// there right now. A link is never followed. Files named [`crate::fsx::OLD_SPARE_PREFIX`]
+/// (kept by older versions to reuse their inodes) go too.
 fn remove_temp_entries(dir: &Path, folders: bool) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
-        if !e
-            .file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with(crate::fsx::TEMP_PREFIX))
-        {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let spare = !folders && name.starts_with(crate::fsx::OLD_SPARE_PREFIX);
+        if !spare && !name.starts_with(crate::fsx::TEMP_PREFIX) {
             continue;
         }
         let left = || {

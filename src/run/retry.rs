@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Wait `wait`, at most until `deadline`. Returns `false` when a stop signal cut it short.
+/// Both run on the clock that stands still while automaton is stopped by job control.
 pub fn backoff(wait: Duration, deadline: Instant, cancel: &AtomicBool) -> bool {
-    let until = Instant::now()
+    use crate::process::signals::{now_unpaused, real_instant};
+    let until = now_unpaused()
         .checked_add(wait)
         .map_or(deadline, |t| t.min(deadline));
     let wake = crate::process::signals::is_policy_flag(cancel)
@@ -18,7 +20,7 @@ pub fn backoff(wait: Duration, deadline: Instant, cancel: &AtomicBool) -> bool {
         if cancel.load(Ordering::SeqCst) {
             return false;
         }
-        let left = until.saturating_duration_since(Instant::now());
+        let left = real_instant(until).saturating_duration_since(Instant::now());
         if left.is_zero() {
             return true;
         }

@@ -103,10 +103,10 @@ pub fn sync_subtasks(
             }
         }
         // The new folders' entries, made without an fsync each (and `subtasks/` itself when
-        // new): synced once, in the background, for the durable files a run later writes in
-        // them, whose own fsyncs do not reach the folders above.
+        // new): synced once, for the durable files a run later writes in them, whose own
+        // fsyncs do not reach the folders above.
         if !decision.missing.is_empty() {
-            crate::fsx::sync_in_background(&parent_dir.join(SUBTASKS_DIR))?;
+            crate::fsx::sync_path(&parent_dir.join(SUBTASKS_DIR))?;
         }
     }
     if !decision.orphans.is_empty() {

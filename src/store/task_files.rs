@@ -36,15 +36,10 @@ pub struct OriginFile {
     pub inherited: BTreeMap<String, String>,
 }
 
-/// Write `.state` atomically, reusing its spare inode (it changes on every phase). Not
-/// fsynced: it is re-derived from the artifacts (the driver rewrites it when it disagrees), so
-/// a power cut costs at most a stale word.
+/// Write `.state` atomically. Not fsynced: it is re-derived from the artifacts (the driver
+/// rewrites it when it disagrees), so a power cut costs at most a stale word.
 pub fn write_state(dir: &Path, state: State) -> io::Result<()> {
-    crate::fsx::write_recycling(
-        &dir.join(STATE_FILE),
-        state_text(state).as_bytes(),
-        crate::fsx::Durability::Rebuildable,
-    )
+    crate::fsx::write_rebuildable(&dir.join(STATE_FILE), state_text(state).as_bytes())
 }
 
 /// What `.state` holds for `state`.
@@ -82,17 +77,12 @@ pub fn clear_stop(dir: &Path) -> io::Result<()> {
 }
 
 /// Mark `artifact` (a file name) as being written by a phase run that has not finished; the
-/// marker's path. Written without fsync: the runner has it fsynced in the background as the
-/// agent starts ([`crate::fsx::sync_in_background`]), which takes milliseconds (up to 100 ms
-/// when phases start in quick succession, so one journal commit carries several; none when the
-/// phase ended first), while the kernel writes back what the agent wrote seconds later.
+/// marker's path. Written atomically and durably (temp file, fsync, rename, fsync of the
+/// folder) before the agent starts: after a power cut the marker is there, whole, for every
+/// artifact the agent may have half-written.
 pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<PathBuf> {
     let path = dir.join(INCOMPLETE_FILE);
-    crate::fsx::write_recycling(
-        &path,
-        format!("{artifact}\n").as_bytes(),
-        crate::fsx::Durability::Rebuildable,
-    )?;
+    write_atomic(&path, format!("{artifact}\n").as_bytes())?;
     Ok(path)
 }
 
@@ -127,10 +117,10 @@ pub fn parse_incomplete(bytes: &[u8]) -> Result<crate::state::Artifact, String> 
     })
 }
 
-/// Remove `.incomplete` (the phase run was judged), keeping its inode as the next marker's
-/// spare; a missing file is fine.
+/// Remove `.incomplete` (the phase run was judged); a missing file is fine. Not fsynced: a
+/// marker a power cut brings back only sets the artifact aside and runs its phase again.
 pub fn clear_incomplete(dir: &Path) -> io::Result<()> {
-    crate::fsx::remove_recycling(&dir.join(INCOMPLETE_FILE))
+    crate::fsx::remove_if_there(&dir.join(INCOMPLETE_FILE))
 }
 
 #[cfg(test)]
@@ -151,5 +141,23 @@ mod tests {
         assert!(e.contains(INCOMPLETE_FILE), "{e}");
         clear_incomplete(dir.path()).unwrap();
         clear_incomplete(dir.path()).unwrap();
+    }
+
+    /// The marker is replaced whole by a rename (never rewritten in place, which a power cut
+    /// could leave empty), and nothing but the marker is left in the folder.
+    #[test]
+    fn the_incomplete_marker_is_replaced_by_rename() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = write_incomplete(dir.path(), "SPEC.md").unwrap();
+        let first = std::fs::metadata(&path).unwrap().ino();
+        write_incomplete(dir.path(), "DESIGN.md").unwrap();
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), first);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "DESIGN.md\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [std::ffi::OsString::from(INCOMPLETE_FILE)]);
     }
 }

@@ -3,7 +3,7 @@
 //! phase that changes one stops the task for a person, who accepts the change with
 //! `automaton approve`. This gathers the facts; the decision is `decide::next_action`'s.
 
-use crate::fsx::{self, Durability};
+use crate::fsx::Durability;
 use crate::state::{Artifact, ArtifactSet, Phase};
 use crate::store::approvals::{now, sha256_file, who};
 use crate::store::frozen::{
@@ -72,14 +72,10 @@ pub fn acceptance_list(plan: &str) -> Vec<String> {
 /// Freeze a task's acceptance artifacts after its test_design phase (or before a later phase
 /// when none are frozen: see [`needs_freezing`]): TEST_PLAN.md in the task folder and every
 /// listed file under `root` (the agent's working directory). Returns the acceptance paths
-/// frozen. The fsync is left to the background syncer ([`fsx::sync_in_background`]), off the
-/// phase path: a power cut before it can leave `.state.frozen` empty (or, over an earlier
-/// freeze, as it was), which [`changed`] takes as a change (the guard fails closed), or
-/// absent, which the next run freezes again before any later phase runs.
+/// frozen. Written durably (fsync of the file and its folder) before the next phase starts.
 pub fn freeze(task_dir: &Path, root: &Path) -> io::Result<Vec<String>> {
     let (file, list) = frozen_now(task_dir, root);
-    frozen::write_with(task_dir, &file, Durability::Rebuildable)?;
-    fsx::sync_in_background(&task_dir.join(FROZEN_FILE))?;
+    frozen::write_with(task_dir, &file, Durability::Durable)?;
     Ok(list)
 }
 

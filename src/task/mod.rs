@@ -31,7 +31,7 @@ pub struct NewTask<'a> {
     pub copy_from: Option<(&'a str, &'a Path, &'a [&'a str])>,
     /// A sub-task made from a row of its parent's DECOMPOSITION.md, which the next run makes
     /// again if a power cut lost it: neither its files nor its new entry are fsynced here (the caller has the
-    /// folder above synced once for all it made, see [`crate::fsx::sync_in_background`]).
+    /// folder above synced once for all it made, see [`crate::fsx::sync_path`]).
     pub rebuildable: bool,
     /// Further files (name, content) the folder holds from its first moment.
     pub files: &'a [(&'a str, &'a [u8])],

@@ -124,11 +124,13 @@ fn task_info(tree: &TaskTree, i: usize) -> TaskInfo {
     }
 }
 
-/// `logs/agent.pid` (`<pid> <start>`, written by the agent runner) naming a live process.
+/// `logs/agent.pid` (written by the agent runner) naming a live process group.
 fn running_agent(logs: &Path) -> Option<Running> {
     let path = logs.join("agent.pid");
-    let text = fs::read_to_string(&path).ok()?;
-    let pid: u32 = text.split_whitespace().next()?.parse().ok()?;
+    let record = crate::store::agent_pid::AgentPidRecord::read(&path).ok()??;
+    let crate::store::agent_pid::Agent::Group { pid, .. } = record.agent else {
+        return None;
+    };
     if !pid_alive(pid) {
         return None;
     }

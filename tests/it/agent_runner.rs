@@ -49,7 +49,6 @@ impl Fx {
             on_line: None,
             on_output: None,
             pid_file: None,
-            sync_after_start: None,
             stop: None,
         }
     }
@@ -357,7 +356,6 @@ fn second_interrupt_kills_groups_and_exits_130() {
                 on_line: None,
                 on_output: None,
                 pid_file: None,
-                sync_after_start: None,
                 stop: None,
             };
             let _ = run_agent(&spec);

@@ -258,6 +258,12 @@ fn tmux_agent_runs_in_a_window_and_attach_finds_it() {
         .spawn()
         .unwrap();
     wait_for(&p.join("tasks/watch-me/child.pid"));
+    // The pid record names the pane's group and this automaton as its owner, as a local
+    // agent's does: no other automaton may stop it while this one runs.
+    let record = p.read("tasks/watch-me/logs/agent.pid");
+    let words: Vec<&str> = record.split_whitespace().collect();
+    assert_eq!(words[..2], ["v2", "group"], "{record}");
+    assert_eq!(words[4], run.id().to_string(), "{record}");
     let pane = p.read("pane.txt");
     assert!(pane.trim().starts_with('%'), "not in tmux: {pane:?}");
     assert_eq!(t.windows(), ["tasks/watch-me research"]);
@@ -552,10 +558,12 @@ fn slurm_kill_9_then_resume_reattaches_to_the_running_job() {
     let id = slurm_design_job_then_kill_9(&p, "crashy");
     // The job outlives automaton, and its id (and log) is where a pid would be.
     assert!(squeue_active(id), "job {id} should still run");
-    assert_eq!(
-        p.read("tasks/crashy/logs/agent.pid").trim(),
-        format!("slurm {id} design-1.log")
-    );
+    let record = p.read("tasks/crashy/logs/agent.pid");
+    let words: Vec<&str> = record.split_whitespace().collect();
+    assert_eq!(words.len(), 6, "{record}");
+    assert_eq!(words[..3], ["v2", "slurm", &id.to_string()], "{record}");
+    assert!(words[3].parse::<u32>().is_ok_and(|p| p > 0), "{record}");
+    assert_eq!(words[5], "design-1.log", "{record}");
     // The rerun re-attaches to the job, which is still waiting at its gate; opened once the
     // rerun follows it, the job ends and its phase counts.
     let gate = p.join("tasks/crashy/gate");

@@ -110,14 +110,14 @@ fn writer_agent(extra: &str) -> String {
 }
 
 /// Finding 2: when an agent first runs, the pid file already names it (its group leader),
-/// so a kill at any moment leaves nothing untracked; and names the automaton that runs it
-/// (not the fork server that forked its watchdog), so a rerun never stops a running agent.
+/// so a kill at any moment leaves nothing untracked; and names the automaton that runs it,
+/// so a rerun never stops a running agent.
 #[test]
 fn f2_agent_is_recorded_before_it_runs() {
     let p = project();
     let track = p.join("track.log");
     let check = format!(
-        "read first start owner rest < \"$AUTOMATON_TASK_DIR/logs/agent.pid\" 2>/dev/null; \
+        "read version kind first start owner rest < \"$AUTOMATON_TASK_DIR/logs/agent.pid\" 2>/dev/null; \
          if [ \"$first\" = \"$$\" ] || [ \"$first\" = \"$PPID\" ]; then echo tracked; else echo UNTRACKED; fi >> {t}; \
          if tr '\\0' ' ' < /proc/$owner/cmdline | grep -q ' orchestrate '; then echo owned; else echo UNOWNED; fi >> {t};",
         t = track.display()
@@ -138,11 +138,10 @@ fn f2_agent_is_recorded_before_it_runs() {
 fn f5_agent_of_a_killed_automaton_is_stopped_within_seconds() {
     let p = project();
     let pidf = p.join("agent.pid.test");
-    let zygote = p.join("zygote.pid");
-    // The watchdog's parent is the fork server (`src/process/zygote.rs`): it must go too.
+    let parent = p.join("watchdog-parent.pid");
     let agent = format!(
         "cut -d' ' -f4 /proc/$PPID/stat > {}; echo $$ > {}; exec sleep 300",
-        zygote.display(),
+        parent.display(),
         pidf.display()
     );
     let mut run = p
@@ -152,55 +151,16 @@ fn f5_agent_of_a_killed_automaton_is_stopped_within_seconds() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // The agent writes its pid after the fork server's, so both are whole once it is.
+    // The agent writes its pid after its watchdog's parent's, so both are whole once it is.
     let pid = p.wait_pid("agent.pid.test");
-    let zygote = p.wait_pid("zygote.pid");
-    assert_ne!(
-        zygote,
+    assert_eq!(
+        p.wait_pid("watchdog-parent.pid"),
         run.id() as i32,
-        "the watchdog was forked by the fork server"
+        "the watchdog is automaton's own child"
     );
     unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
     run.wait().unwrap();
     assert!(wait_gone(pid), "agent {pid} outlived its automaton");
-    assert!(
-        wait_gone(zygote),
-        "fork server {zygote} outlived its automaton"
-    );
-}
-
-/// The fork server killed under a running agent: that phase runs on and succeeds at once (its
-/// watchdog reports the agent's end itself); every later watchdog is executed instead of
-/// forked, and the task completes.
-#[test]
-fn a_killed_fork_server_falls_back_to_executed_watchdogs() {
-    let p = Project::new();
-    p.write(
-        ".automaton/config.md",
-        "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n\n\
-         ## Limits\n- **Retry backoff**: 0\n",
-    );
-    let seen = p.join("watchdogs.log");
-    let extra = format!(
-        "tr '\\0' ' ' < /proc/$PPID/cmdline >> {seen}; echo >> {seen};          if [ ! -f \"$AUTOMATON_PROJECT/killed\" ]; then touch \"$AUTOMATON_PROJECT/killed\";          kill -9 $(cut -d' ' -f4 /proc/$PPID/stat); sleep 1; fi;",
-        seen = seen.display()
-    );
-    p.orchestrate_cmd()
-        .env("AUTOMATON_RETRIES", "1")
-        .args(["--agent", &writer_agent(&extra), "lose the fork server"])
-        .assert()
-        .code(0);
-    let log = std::fs::read_to_string(&seen).unwrap();
-    let lines: Vec<&str> = log.lines().collect();
-    assert!(lines[0].contains("__agent-zygote"), "{log}");
-    let logs = p.join("tasks/lose-the-fork-server/logs");
-    assert!(logs.join("research-1.log").exists(), "{log}");
-    assert!(!logs.join("research-2.log").exists(), "research ran again");
-    assert!(lines.len() > 1, "{log}");
-    assert!(
-        lines[1..].iter().all(|l| l.contains("__agent-watchdog")),
-        "{log}"
-    );
 }
 
 /// Finding 5: a descendant that daemonizes (setsid + double fork) does not outlive its phase.

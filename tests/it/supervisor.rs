@@ -4,7 +4,7 @@
 //! learnt from the kernel, not from a polling tick. No timing bound here is tight: what is
 //! checked is ordering and counts.
 
-use crate::harness::{Project, process_gone, wait_gone};
+use crate::harness::{Project, SpawnGuarded, process_gone, wait_gone};
 use automaton::process::{Event, Group, Options, Output};
 use automaton::run::agent::{AgentEnd, AgentSpec, run_agent};
 use rustix::process::{Pid, Signal, kill_process};
@@ -177,7 +177,6 @@ fn a_child_that_exits_is_noticed_from_the_kernel_not_a_tick() {
         on_line: None,
         on_output: None,
         pid_file: None,
-        sync_after_start: None,
         stop: None,
     };
     let before = blocked_count();
@@ -302,9 +301,9 @@ fn the_watchdog_waits_on_the_kernel_and_starts_a_plain_command_itself() {
         .code(25); // one step done: waiting for the next
 
     assert_eq!(p.read("parent.comm").trim(), "automaton");
-    // Forked by the fork server, not executed: its parent is the server.
+    // The watchdog is automaton's own child, one per agent.
     assert!(
-        p.read("grandparent").contains("__agent-zygote"),
+        p.read("grandparent").contains(" orchestrate "),
         "{}",
         p.read("grandparent")
     );
@@ -329,90 +328,11 @@ fn phase_agent(p: &Project, body: &str) -> String {
     format!("sh {}", p.join("agent.sh").display())
 }
 
-/// A forked watchdog whose agent ended on its own is given the run's next agent (a fork and
-/// an exit fewer per phase), with that phase's own environment: every phase below writes its
-/// own artifact, named by its own `AUTOMATON_ARTIFACT`. What an agent left behind is stopped
-/// first. One that automaton had to stop (a phase over its time) exits: it is never given
-/// another agent.
+/// An agent may change its watchdog's priority or limits (`renice -p $PPID`,
+/// `prlimit --pid $PPID`); the next agent must not inherit that: every agent gets a watchdog
+/// of its own.
 #[test]
-fn a_watchdog_is_given_the_next_agent_unless_it_was_stopped() {
-    let p = Project::new();
-    p.write(
-        ".automaton/config.md",
-        "## Limits\n- **Retries**: 1\n- **Retry backoff**: 0\n- **Max phase time**: 1s\n",
-    );
-    let agent = phase_agent(
-        &p,
-        "echo \"$AUTOMATON_PHASE $PPID\" >> \"$AUTOMATON_PROJECT/runs\"\n\
-         echo \"printed by $AUTOMATON_PHASE\"\n\
-         if [ \"$AUTOMATON_PHASE\" = design ] && [ ! -f \"$AUTOMATON_PROJECT/slow\" ]; then\n\
-           touch \"$AUTOMATON_PROJECT/slow\"; exec sleep 30\n\
-         fi\n\
-         if [ \"$AUTOMATON_PHASE\" = implement ]; then\n\
-           (setsid sleep 30 </dev/null >/dev/null 2>&1 & echo $! > \"$AUTOMATON_PROJECT/left.pid\")\n\
-         fi\n",
-    );
-    p.orchestrate_cmd()
-        .env_remove("AUTOMATON_RETRIES")
-        .args(["--agent", &agent, "reuse the watchdog"])
-        .assert()
-        .success();
-
-    let runs = p.read("runs");
-    let runs: Vec<(&str, u32)> = runs
-        .lines()
-        .map(|l| {
-            let (phase, ppid) = l.split_once(' ').unwrap();
-            (phase, ppid.parse().unwrap())
-        })
-        .collect();
-    let phases: Vec<&str> = runs.iter().map(|r| r.0).collect();
-    assert_eq!(
-        phases,
-        [
-            "research",
-            "design",
-            "design",
-            "test_design",
-            "implement",
-            "bug_find",
-            "adversarial_bug_find",
-            "doc_review",
-            "referee"
-        ]
-    );
-    // The watchdog stopped with the slow design is gone: the retry has another.
-    assert_ne!(runs[1].1, runs[2].1, "{runs:?}");
-    // Otherwise the next agent usually finds its watchdog free (one that is not yet is not
-    // waited for: the server forks another): at least one of six must have.
-    assert!(
-        runs[2..].windows(2).any(|w| w[0].1 == w[1].1),
-        "no watchdog ran a second agent: {runs:?}"
-    );
-    let left: i32 = p.read("left.pid").trim().parse().unwrap();
-    assert!(wait_gone(left), "the leftover {left} outlived its agent");
-    // And each with its own output: every phase's log holds what that phase printed.
-    let task = std::fs::read_dir(p.join("tasks"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap();
-    for phase in ["research", "test_design", "referee"] {
-        let log = std::fs::read_to_string(task.path().join(format!("logs/{phase}-1.log")));
-        assert!(
-            log.as_deref()
-                .is_ok_and(|l| l.contains(&format!("printed by {phase}\n"))
-                    && l.matches("printed by").count() == 1),
-            "{phase}: {log:?}"
-        );
-    }
-}
-
-/// An agent may change its watchdog's priority or limits (`renice -g` of its group,
-/// `prlimit --pid $PPID`); the next agent must not inherit that, so such a watchdog is not
-/// given another agent.
-#[test]
-fn a_watchdog_an_agent_reniced_or_limited_is_not_reused() {
+fn an_agent_that_renices_or_limits_its_watchdog_changes_no_later_agent() {
     let p = Project::new();
     let agent = phase_agent(
         &p,
@@ -433,7 +353,7 @@ fn a_watchdog_an_agent_reniced_or_limited_is_not_reused() {
     for run in &runs {
         assert_eq!(run[2..], runs[0][2..], "{runs:?}");
     }
-    // The two watchdogs that were changed were not given the next agent.
+    // The two watchdogs that were changed ran no later agent.
     assert_ne!(runs[0][1], runs[1][1], "{runs:?}");
     assert_ne!(runs[1][1], runs[2][1], "{runs:?}");
 }
@@ -479,8 +399,7 @@ fn voluntary_switches(line: &str) -> u64 {
 /// those automaton itself was started ignoring (as `nohup` or a shell's background job leaves
 /// them) and does not handle: SIGUSR1, ignored by automaton's parent, stays ignored; SIGPIPE,
 /// which Rust ignores for itself, is the default again, and so is SIGQUIT, which automaton
-/// handles. (The watchdog names the signals to reset to posix_spawn itself: this is what it
-/// must keep.)
+/// handles.
 #[test]
 fn an_agent_starts_with_the_signals_automaton_was_given() {
     use std::os::unix::process::CommandExt;
@@ -515,4 +434,74 @@ fn an_agent_starts_with_the_signals_automaton_was_given() {
     // The standard signals (glibc keeps two real-time ones of its own ignored).
     let standard = mask("SigIgn:") & 0x7fff_ffff;
     assert_eq!(standard, 1 << (libc::SIGUSR1 - 1), "{text}");
+}
+
+/// The state letter of `/proc/<pid>/stat` (`T`: stopped), or `None` once the process is gone.
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// Wait (up to `PATIENCE`) for a process to be in state `want`.
+fn wait_state(pid: i32, want: char) -> Option<char> {
+    let start = Instant::now();
+    loop {
+        let now = proc_state(pid);
+        if now == Some(want) || start.elapsed() > crate::harness::PATIENCE {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Job control: Ctrl-Z (SIGTSTP) stops automaton and its agent's whole group, and the phase,
+/// stall and total-time clocks stand still meanwhile; `fg` (SIGCONT) resumes both. An agent
+/// that needs about 2 s of running (short sleeps, so time spent stopped does not count for it
+/// either) under a 3 s phase cap, stopped for longer than the cap, still completes its phase,
+/// where a clock that ran on would have timed it out (exit 13) or called it stalled (exit 14).
+#[test]
+fn ctrl_z_stops_the_agents_and_the_clocks_and_fg_resumes_them() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n",
+    );
+    let agent = phase_agent(
+        &p,
+        "if [ \"$AUTOMATON_PHASE\" = research ]; then\n\
+           echo $$ > \"$AUTOMATON_PROJECT/agent.pid.t\" && mv \"$AUTOMATON_PROJECT/agent.pid.t\" \"$AUTOMATON_PROJECT/agent.pid\"\n\
+           i=0; while [ $i -lt 15 ]; do sleep 0.1; i=$((i + 1)); done\n\
+         fi\n",
+    );
+    let mut run = p
+        .orchestrate_std()
+        .args(["--max-phase-time", "3s", "--stall-timeout", "3s"])
+        .args(["--max-total-time", "20s", "--agent", &agent, "pause me"])
+        .spawn_guarded();
+    let agent_pid = p.wait_pid("agent.pid");
+    signal(run.id(), Signal::TSTP);
+    assert_eq!(wait_state(run.id() as i32, 'T'), Some('T'), "automaton");
+    assert_eq!(wait_state(agent_pid, 'T'), Some('T'), "the agent runs on");
+    // Stopped for longer than the phase cap and the stall timeout: still stopped.
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(proc_state(agent_pid), Some('T'));
+    assert_eq!(proc_state(run.id() as i32), Some('T'));
+    signal(run.id(), Signal::CONT);
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "the phase did not complete");
+    let task = std::fs::read_dir(p.join("tasks"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(
+        std::fs::read_to_string(task.join(".state")).unwrap(),
+        "complete\n"
+    );
+    assert!(task.join("logs/research-1.log").exists());
+    assert!(
+        !task.join("logs/research-2.log").exists(),
+        "research ran again"
+    );
 }

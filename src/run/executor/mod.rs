@@ -19,11 +19,10 @@ pub mod tmux;
 
 use super::agent::AgentSpec;
 use super::config::ExecutorKind;
-use crate::process::zygote::Refused;
-use crate::process::{Event, Group, Leader, Leftover, Options, Output};
-use std::ffi::OsString;
+use crate::process::{Event, Group, Leftover, Options, Output};
+use crate::store::agent_pid::{Agent, AgentPidRecord, Owner};
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus};
@@ -66,11 +65,6 @@ pub trait Executor: Send + Sync {
         false
     }
 
-    /// Whether each agent is a child process of automaton (the local executor).
-    fn agents_are_children(&self) -> bool {
-        false
-    }
-
     /// Start the agent of `spec` (command, cwd, env, prompt, log). The log file exists when
     /// this is called; what the agent prints must reach it, and [`Running::take_fresh`].
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, job: &Job) -> io::Result<Box<dyn Running + 'a>>;
@@ -80,8 +74,8 @@ pub trait Executor: Send + Sync {
 pub trait Running {
     /// The id the runner reports: the process (group) id, or the Slurm job id.
     fn id(&self) -> u32;
-    /// The line written to the pid file while it runs (see [`stop_stale`]).
-    fn record(&self) -> String;
+    /// What the pid file holds while it runs (see [`stop_stale`]).
+    fn record(&self) -> AgentPidRecord;
     /// Block until the agent exits, prints, `deadline` passes or the cancel flag is set.
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event>;
     /// The bytes printed (and logged) since the last call.
@@ -97,11 +91,6 @@ pub trait Running {
     fn release(&mut self) -> io::Result<()> {
         Ok(())
     }
-    /// Whether the pid file already holds the record, written by the watchdog itself before
-    /// it started the agent (one forked by [`crate::process::zygote`]): nothing to write.
-    fn recorded_itself(&self) -> bool {
-        false
-    }
 }
 
 /// Today's runner: a child of automaton in its own process group.
@@ -113,16 +102,11 @@ impl Executor for Local {
         "local"
     }
 
-    fn agents_are_children(&self) -> bool {
-        true
-    }
-
     fn start<'a>(&'a self, spec: &AgentSpec<'a>, _job: &Job) -> io::Result<Box<dyn Running + 'a>> {
         let log = super::agent::open_log(spec.log_path)?;
         // Under the watchdog ([`crate::process::shim`]) when the binary turned it on and the run
-        // is recorded: a forked watchdog writes the pid file itself before it starts the
-        // agent; an executed one holds the agent until `go` says the pid file is written. Both
-        // stop it when automaton dies (`go` then reads end of file).
+        // is recorded: it holds the agent until `go` says the pid file is written, and stops
+        // it when automaton dies (`go` then reads end of file).
         let shim = crate::process::shim::exe().filter(|_| spec.pid_file.is_some());
         let opts = Options {
             stdin: Some(spec.prompt.as_bytes()),
@@ -139,37 +123,10 @@ impl Executor for Local {
             return Ok(Box::new(Gated {
                 group: Group::spawn(cmd, opts)?,
                 go: None,
-                recorded_itself: false,
             }));
         };
         let (read, go) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
-        let mut recorded_itself = false;
-        let group = Group::spawn_with(opts, |stdio| {
-            // Forked by the fork server when it runs; else this binary is executed again.
-            let env = agent_env(spec);
-            let pid_file = std::path::absolute(spec.pid_file.expect("checked above"))?;
-            let owner = crate::process::group::owner_record();
-            let request = crate::process::zygote::Request {
-                grace: spec.kill_grace,
-                cwd: spec.cwd,
-                command: spec.command,
-                env: &env,
-                stdio: [stdio[0].as_fd(), stdio[1].as_fd(), stdio[2].as_fd()],
-                control: read.as_fd(),
-                pid_file: &pid_file,
-                owner: &owner,
-            };
-            match crate::process::zygote::fork_watchdog(exe, &request) {
-                Ok(forked) => {
-                    recorded_itself = true;
-                    return Ok(Leader::Forked(forked, None));
-                }
-                Err(Refused::Declined(_)) => {}
-                // A watchdog may hold these pipes: this start fails (dropping `go` makes such
-                // a watchdog stop whatever it started).
-                Err(Refused::Lost(e)) => return Err(e),
-            }
-            let [stdin, stdout, stderr] = stdio;
+        let group = Group::spawn_with(opts, |[stdin, stdout, stderr]| {
             let mut cmd = Command::new(exe);
             cmd.arg(crate::process::shim::SHIM_ARG)
                 .arg(spec.kill_grace.as_millis().to_string())
@@ -181,42 +138,30 @@ impl Executor for Local {
                 .stdout(stdout)
                 .stderr(stderr)
                 .process_group(0);
-            crate::process::shim::with_control(&read, || cmd.spawn()).map(Leader::Child)
+            crate::process::shim::with_control(&read, || cmd.spawn())
         })?;
         // Only the watchdog keeps the read end.
         drop(read);
         Ok(Box::new(Gated {
             group,
             go: Some(go),
-            recorded_itself,
         }))
     }
 }
 
-/// The agent's whole environment: automaton's, with the run's variables on top.
-fn agent_env(spec: &AgentSpec<'_>) -> Vec<(OsString, OsString)> {
-    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(k, _)| !spec.env.iter().any(|(name, _)| k == name.as_str()))
-        .collect();
-    env.extend(spec.env.iter().map(|(k, v)| (k.into(), v.into())));
-    env
-}
-
-/// A local agent, held by its watchdog until [`Running::release`] (unless the watchdog
-/// recorded itself and started it at once).
+/// A local agent, held by its watchdog until [`Running::release`].
 struct Gated<'a> {
     group: Group<'a>,
     /// The control pipe's write end: kept open while the agent runs, its end of file tells
     /// the watchdog that automaton died.
     go: Option<rustix::fd::OwnedFd>,
-    recorded_itself: bool,
 }
 
 impl Running for Gated<'_> {
     fn id(&self) -> u32 {
         self.group.id()
     }
-    fn record(&self) -> String {
+    fn record(&self) -> AgentPidRecord {
         self.group.record()
     }
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
@@ -235,14 +180,10 @@ impl Running for Gated<'_> {
         Running::leftovers(&self.group)
     }
     fn release(&mut self) -> io::Result<()> {
-        // A started watchdog reads anything in the pipe as automaton's end: no byte for it.
-        if let Some(go) = self.go.as_ref().filter(|_| !self.recorded_itself) {
+        if let Some(go) = self.go.as_ref() {
             rustix::io::write(go, b"g")?;
         }
         Ok(())
-    }
-    fn recorded_itself(&self) -> bool {
-        self.recorded_itself
     }
 }
 
@@ -250,10 +191,10 @@ impl Running for Group<'_> {
     fn id(&self) -> u32 {
         self.pid()
     }
-    fn record(&self) -> String {
+    fn record(&self) -> AgentPidRecord {
         // The agent's pid and start time, then this automaton's: a later run stops the agent
         // only when its automaton is gone.
-        crate::process::group::pid_record(self.pid(), &crate::process::group::owner_record())
+        group_record(self.pid())
     }
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
         Group::wait(self, deadline)
@@ -289,40 +230,73 @@ pub fn for_kind(
     })
 }
 
-/// Stop what an automaton killed with SIGKILL left running for a task, from the pid file the
-/// runner wrote: a process group (`<pid> <start time>`, local and tmux: the group is TERMed,
-/// then KILLed) or a Slurm job (`slurm <job id>`: cancelled with `scancel`). Returns what it
-/// stopped (`pid 123`, `Slurm job 45`); the pid file is removed either way.
-pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>> {
-    let text = match std::fs::read_to_string(pid_file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    if let Some(rest) = text.trim().strip_prefix("slurm ") {
-        let stopped = match rest.split_whitespace().next().unwrap_or("").parse::<u64>() {
-            Ok(id) if slurm::job_active(id) => {
-                slurm::cancel(id, grace);
-                Some(format!("Slurm job {id}"))
-            }
-            _ => None,
-        };
-        std::fs::remove_file(pid_file)?;
-        return Ok(stopped);
+/// The automaton that runs this process: the owner of every record it writes.
+pub(crate) fn this_automaton() -> Owner {
+    let pid = std::process::id();
+    Owner {
+        pid,
+        start: crate::process::group::start_time(pid).unwrap_or_default(),
     }
-    Ok(super::agent::stop_stale_agent(pid_file, grace)?.map(|pid| format!("pid {pid}")))
 }
 
-/// A Slurm job recorded in a pid file (`slurm <id> <phase>-<n>.log`): the id and the log's
-/// file name (absent in records written before re-attaching existed).
-pub fn slurm_record(pid_file: &Path) -> Option<(u64, Option<String>)> {
-    let text = std::fs::read_to_string(pid_file).ok()?;
-    let mut words = text.split_whitespace();
-    if words.next()? != "slurm" {
-        return None;
+/// The record of a process group led by `pid` (local and tmux agents), owned by this automaton.
+pub(crate) fn group_record(pid: u32) -> AgentPidRecord {
+    let start = crate::process::group::start_time(pid).unwrap_or_default();
+    AgentPidRecord::new(Agent::Group { pid, start }, this_automaton())
+}
+
+/// Stop what an automaton killed with SIGKILL left running for a task, from the pid file the
+/// runner wrote ([`AgentPidRecord`]): a process group (local and tmux: TERM, grace, KILL) or a
+/// Slurm job (cancelled with `scancel`). Returns what it stopped (`pid 123`, `Slurm job 45`);
+/// the pid file is removed either way. Refused (an error, nothing stopped or removed) while
+/// the automaton the record names as its owner still runs: two automatons on one project (the
+/// lock was side-stepped) never stop each other's agents. A record of this very automaton (a
+/// phase of this run whose file could not be removed) names an agent its runner stopped
+/// already: nothing is stopped.
+pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>> {
+    if !pid_file.exists() {
+        return Ok(None);
     }
-    let id = words.next()?.parse().ok()?;
-    Some((id, words.next().map(str::to_string)))
+    let record = AgentPidRecord::read(pid_file)?;
+    let owner = record.as_ref().and_then(|r| r.owner);
+    let me = this_automaton();
+    if let Some(owner) = owner
+        && owner.pid != me.pid
+        && crate::process::group::start_time(owner.pid) == Some(owner.start)
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::ResourceBusy,
+            format!(
+                "{}: the agent there belongs to automaton pid {}, which still runs; \
+                 not stopping it (is another automaton driving this project?)",
+                pid_file.display(),
+                owner.pid
+            ),
+        ));
+    }
+    let ours = owner == Some(me);
+    let stopped = match record.map(|r| r.agent) {
+        _ if ours => None,
+        Some(Agent::Slurm { job, .. }) if slurm::job_active(job) => {
+            slurm::cancel(job, grace);
+            Some(format!("Slurm job {job}"))
+        }
+        Some(Agent::Group { pid, start }) => {
+            super::agent::stop_stale_group(pid, start, grace).map(|pid| format!("pid {pid}"))
+        }
+        _ => None,
+    };
+    crate::fsx::remove_if_there(pid_file)?;
+    Ok(stopped)
+}
+
+/// A Slurm job recorded in a pid file: the id and the log's file name (absent in records
+/// written before re-attaching existed).
+pub fn slurm_record(pid_file: &Path) -> Option<(u64, Option<String>)> {
+    match AgentPidRecord::read(pid_file).ok()??.agent {
+        Agent::Slurm { job, log } => Some((job, log)),
+        Agent::Group { .. } => None,
+    }
 }
 
 /// Paths beside a phase log `<logs>/<stem>.log`: `<logs>/<stem>.<ext>`.
@@ -433,23 +407,91 @@ pub(crate) fn output_of(cmd: &mut Command, what: &str) -> io::Result<String> {
 }
 
 /// Whether the agent a pid file records still runs: its process group (local, tmux) or its
-/// Slurm job (`slurm <id> ...`). False when the file is missing or names nothing alive.
+/// Slurm job. False when the file is missing or names nothing alive.
 pub fn record_alive(pid_file: &Path) -> bool {
-    let Ok(text) = std::fs::read_to_string(pid_file) else {
-        return false;
-    };
-    let mut words = text.split_whitespace();
-    match words.next() {
-        Some("slurm") => words
-            .next()
-            .and_then(|id| id.parse().ok())
-            .is_some_and(slurm::job_active),
-        Some(pid) => pid
-            .parse::<i32>()
+    match AgentPidRecord::read(pid_file)
+        .ok()
+        .flatten()
+        .map(|r| r.agent)
+    {
+        Some(Agent::Slurm { job, .. }) => slurm::job_active(job),
+        Some(Agent::Group { pid, .. }) => i32::try_from(pid)
             .ok()
             .filter(|p| *p > 1)
             .and_then(rustix::process::Pid::from_raw)
             .is_some_and(crate::process::group::group_alive),
         None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    fn sleeper() -> std::process::Child {
+        Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    fn gone(child: &mut std::process::Child) -> bool {
+        let end = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < end {
+            if child.try_wait().unwrap().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// The record every group executor writes (local and tmux alike) names its owner: while
+    /// that automaton runs, a later run refuses to stop the agent and keeps the record; once it
+    /// is gone, the agent is stopped and the record removed.
+    #[test]
+    fn an_agent_whose_automaton_still_runs_is_never_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("agent.pid");
+        let (mut agent, mut owner) = (sleeper(), sleeper());
+        let mut record = group_record(agent.id());
+        record.owner = Some(Owner {
+            pid: owner.id(),
+            start: crate::process::group::start_time(owner.id()).unwrap(),
+        });
+        record.write(&pid_file, false).unwrap();
+        let e = stop_stale(&pid_file, Duration::from_secs(1)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::ResourceBusy, "{e}");
+        assert!(e.to_string().contains(&owner.id().to_string()), "{e}");
+        assert!(agent.try_wait().unwrap().is_none(), "the agent was stopped");
+        assert!(record_alive(&pid_file));
+
+        owner.kill().unwrap();
+        owner.wait().unwrap();
+        let stopped = stop_stale(&pid_file, Duration::from_secs(1)).unwrap();
+        assert_eq!(stopped, Some(format!("pid {}", agent.id())));
+        assert!(gone(&mut agent), "the leftover agent still runs");
+        assert!(!pid_file.exists());
+    }
+
+    /// A record of this very automaton names an agent its own runner stopped: left alone.
+    /// One from before versions, with no owner (the tmux executor wrote none), is stopped.
+    #[test]
+    fn own_records_are_left_and_ownerless_old_ones_are_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("agent.pid");
+        let mut agent = sleeper();
+        group_record(agent.id()).write(&pid_file, false).unwrap();
+        assert_eq!(stop_stale(&pid_file, Duration::from_secs(1)).unwrap(), None);
+        assert!(agent.try_wait().unwrap().is_none());
+        assert!(!pid_file.exists());
+
+        let start = crate::process::group::start_time(agent.id()).unwrap();
+        std::fs::write(&pid_file, format!("{} {start}\n", agent.id())).unwrap();
+        let stopped = stop_stale(&pid_file, Duration::from_secs(1)).unwrap();
+        assert_eq!(stopped, Some(format!("pid {}", agent.id())));
+        assert!(gone(&mut agent));
     }
 }

@@ -22,6 +22,7 @@ use super::{
     AgentSpec, Executor, Job, Running, beside, exit_code, killed_by, output_of, read_status,
 };
 use crate::process::{Event, Leftover, signals};
+use crate::store::agent_pid::{Agent, AgentPidRecord};
 use rustix::event::{PollFd, PollFlags, poll};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -224,8 +225,12 @@ impl Running for SlurmRun<'_> {
         u32::try_from(self.id).unwrap_or(u32::MAX)
     }
 
-    fn record(&self) -> String {
-        format!("slurm {} {}", self.id, self.log_name)
+    fn record(&self) -> AgentPidRecord {
+        let agent = Agent::Slurm {
+            job: self.id,
+            log: Some(self.log_name.clone()),
+        };
+        AgentPidRecord::new(agent, super::this_automaton())
     }
 
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {

@@ -21,6 +21,7 @@
 
 use super::{AgentSpec, Executor, Job, Running, beside, killed_by, output_of, read_status};
 use crate::process::{Event, Leftover, group, signals};
+use crate::store::agent_pid::AgentPidRecord;
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::process::{Pid, PidfdFlags, Signal};
@@ -343,9 +344,10 @@ impl Running for TmuxRun<'_> {
         Ok(())
     }
 
-    fn record(&self) -> String {
-        let pid = self.id();
-        format!("{pid} {}", group::start_time(pid).unwrap_or_default())
+    fn record(&self) -> AgentPidRecord {
+        // With the owner, as for a local agent: while this automaton runs, no other one
+        // stops the window's agent.
+        super::group_record(self.id())
     }
 
     fn wait(&mut self, deadline: Option<Instant>) -> io::Result<Event> {
