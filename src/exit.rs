@@ -1,6 +1,6 @@
 //! The documented exit codes of `automaton`. They are part of the interface: scripts and CI
 //! steps branch on them, so each has one constant here and one row in the README. Errors meet
-//! them in one place: `commands::Error::exit_code`; stops in `decide::StopKind::TABLE`.
+//! them in one place: `commands::Error::exit_code`; stops in `plan::decide::StopKind::TABLE`.
 
 /// The command did what it was asked (for `orchestrate`: every driven task is complete).
 pub const OK: u8 = 0;

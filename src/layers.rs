@@ -8,7 +8,6 @@ const LAYERS: &[(&str, u8)] = &[
     ("exit", 0),
     ("fsx", 0),
     ("state", 0),
-    ("decide", 0),
     ("plan", 0),
     ("names", 0),
     ("agent_kind", 0),

@@ -4,8 +4,9 @@
 //! (`layers::imports_only_go_down` checks every `crate::` path in `src/`):
 //!
 //! 0. leaves, no I/O of their own beyond `fsx`: `exit` (codes), `fsx` (atomic writes),
-//!    `state` and `decide` (the pure core: artifacts → states, facts → the loop's next
-//!    action), `names` (task names), `agent_kind`, `units` (number formats);
+//!    `state` and `plan` (the pure core: artifacts → states; facts → each task's next action,
+//!    which sub-tasks of a wave may start, retries, stops), `names` (task names), `agent_kind`,
+//!    `units` (number formats);
 //! 1. `store`: the on-disk formats (journal, `.state`/`.stop`/`.origin`, `.state.approvals`,
 //!    `.state.inputs`, `.isolation`, lock, VRAM cache);
 //!    `process`: the one supervisor of every child process; `git`: worktrees, commits, merges;
@@ -14,7 +15,8 @@
 //! 4. `task`: discovery and snapshots of task folders;
 //! 5. `detect`: the VRAM / model-context budget;
 //! 6. `report`: text and JSON renderings;
-//! 7. `run`: the loop driver, waves and the agent runner;
+//! 7. `run`: the run engine (its modules and one task's path through them are in
+//!    docs/architecture.md);
 //! 8. `commands`: one handler per subcommand, and `cli`, the clap definitions it alone reads;
 //!    [`Ctx`] lives there too, and `commands::Error`, which wraps every module's `thiserror`
 //!    error and is the one place an error becomes an exit code. `main.rs` only calls [`main`].
@@ -23,7 +25,6 @@ pub mod agent_kind;
 pub mod artifact;
 pub mod cli;
 pub mod commands;
-pub mod decide;
 pub mod detect;
 pub mod exit;
 pub mod fsx;

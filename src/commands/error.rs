@@ -1,7 +1,7 @@
 //! The one error type of the command layer: it wraps every module's error, and
 //! [`Error::exit_code`] is the one place an error becomes a documented exit code
 //! (`crate::exit`). A run that stopped for a human is not an error: its code comes from
-//! `decide::StopKind::TABLE`.
+//! `plan::decide::StopKind::TABLE`.
 
 use super::out::StdoutError;
 use crate::exit;

@@ -129,8 +129,8 @@ pub struct BudgetView {
     pub exceeded: bool,
 }
 
-fn budget_view(budget: &crate::decide::Budget, usage: Option<&Usage>) -> BudgetView {
-    let spent = crate::decide::Spend {
+fn budget_view(budget: &crate::plan::decide::Budget, usage: Option<&Usage>) -> BudgetView {
+    let spent = crate::plan::decide::Spend {
         tokens: usage.and_then(|u| u.tokens).unwrap_or(0),
         usd: usage.and_then(|u| u.cost_usd).unwrap_or(0.0),
     };

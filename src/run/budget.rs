@@ -1,12 +1,12 @@
 //! Budgets (`- **Budget per task**`, `- **Budget per run**`): what a task spent (its journal,
 //! over all runs) and what this run spent (every phase it ran, all tasks together), checked
-//! after every phase through [`crate::decide::next_action`], and while a phase runs by
+//! after every phase through [`crate::plan::decide::next_action`], and while a phase runs by
 //! [`Watch`], which reads the usage the agent streams, from the output the runner hands it,
 //! and has the agent's process group stopped once a budget is crossed.
 
 use super::adapter::{MAX_PARSE_BYTES, StreamUsage};
 use super::{Run, StopKind};
-use crate::decide::{Budget, Spend};
+use crate::plan::decide::{Budget, Spend};
 use crate::store::journal;
 use std::path::Path;
 use std::sync::Mutex;

@@ -9,7 +9,7 @@
 //! This is the only file under `src/run/` that reads settings keys.
 
 use super::Limits;
-use crate::decide::Budget;
+use crate::plan::decide::Budget;
 use crate::plan::waves::Barrier;
 use crate::settings::{Key, Settings};
 use crate::state::{Phase, PhaseConfig};

@@ -5,7 +5,7 @@
 
 use super::Run;
 use super::driver::{facts, load, not_ready, stop_reason};
-use crate::decide::{Action, StopKind};
+use crate::plan::decide::{Action, StopKind};
 use crate::task::TaskTree;
 use crate::task::readiness::{WaveRules, waits_for};
 
@@ -60,7 +60,7 @@ pub fn plan(run: &Run<'_>, rel: &str, rules: WaveRules) -> Vec<Planned> {
 
 fn next_action_of(run: &Run<'_>, tree: &TaskTree, i: usize) -> Action {
     let node = &tree.nodes[i];
-    crate::decide::next_action(&facts(run, &node.dir, tree, node, 0))
+    crate::plan::decide::next_action(&facts(run, &node.dir, tree, node, 0))
 }
 
 /// The planner's action in words.
@@ -74,27 +74,7 @@ fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned
         why,
         exit_code,
     };
-    let waves = || match &node.snap.plan {
-        Some(Ok(plan)) => {
-            let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
-            waves.sort_unstable();
-            waves.dedup();
-            waves
-                .iter()
-                .map(|w| {
-                    let names: Vec<&str> = plan
-                        .rows
-                        .iter()
-                        .filter(|r| r.wave == *w)
-                        .map(|r| r.name.as_str())
-                        .collect();
-                    format!("wave {w}: {}", names.join(", "))
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        }
-        _ => String::new(),
-    };
+    let waves = || waves_in_words(node);
     match action {
         Action::RunPhase(phase) => planned(
             "run",
@@ -168,5 +148,30 @@ fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned
             let (kind, reason) = stop_reason(run, &node.rel, &node.dir, node, action);
             planned("stop", None, reason, Some(kind.code()))
         }
+    }
+}
+
+/// `wave 1: a, b; wave 2: c` for a task's plan.
+fn waves_in_words(node: &crate::task::TaskNode) -> String {
+    match &node.snap.plan {
+        Some(Ok(plan)) => {
+            let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
+            waves.sort_unstable();
+            waves.dedup();
+            waves
+                .iter()
+                .map(|w| {
+                    let names: Vec<&str> = plan
+                        .rows
+                        .iter()
+                        .filter(|r| r.wave == *w)
+                        .map(|r| r.name.as_str())
+                        .collect();
+                    format!("wave {w}: {}", names.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        }
+        _ => String::new(),
     }
 }

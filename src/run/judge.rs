@@ -7,7 +7,9 @@ use super::event::{Event, FreezeReason};
 use super::isolation::Workspace;
 use super::phase::{PhaseRun, run_phase_noted, run_verify};
 use super::{Outcome, Run, StopKind};
-use crate::decide::{ArtifactCheck, GiveUp, PhaseFacts, Retry, RetryFacts, judge_phase, retry};
+use crate::plan::decide::{
+    ArtifactCheck, GiveUp, PhaseFacts, Retry, RetryFacts, judge_phase, retry,
+};
 use crate::state::{Artifact, Phase};
 use crate::task::{TaskTree, frozen};
 use std::path::Path;

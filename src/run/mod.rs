@@ -207,11 +207,11 @@ impl Drop for Slot<'_> {
     }
 }
 
-pub use crate::decide::StopKind;
+pub use crate::plan::decide::StopKind;
 
 /// The stop an agent's end calls for, if it is not a plain exit.
 pub fn stop_for(end: &AgentEnd) -> Option<StopKind> {
-    use crate::decide::End;
+    use crate::plan::decide::End;
     match end_of(end) {
         End::Exited { .. } => None,
         End::PhaseTimeout => Some(StopKind::PhaseTimeout),
@@ -222,8 +222,8 @@ pub fn stop_for(end: &AgentEnd) -> Option<StopKind> {
 }
 
 /// How the judgement sees an agent's end.
-pub fn end_of(end: &AgentEnd) -> crate::decide::End {
-    use crate::decide::End;
+pub fn end_of(end: &AgentEnd) -> crate::plan::decide::End {
+    use crate::plan::decide::End;
     match end {
         AgentEnd::Exited(status) => End::Exited {
             success: status.success(),

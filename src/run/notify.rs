@@ -54,8 +54,8 @@ impl Notice<'_> {
 }
 
 /// The event word for a stop kind.
-pub fn event_for(kind: crate::decide::StopKind) -> &'static str {
-    use crate::decide::StopKind;
+pub fn event_for(kind: crate::plan::decide::StopKind) -> &'static str {
+    use crate::plan::decide::StopKind;
     match kind {
         StopKind::AwaitingApproval => "awaiting_approval",
         k if k.is_task_stop() => "human_intervention",

@@ -220,32 +220,8 @@ pub fn run_phase_noted(
     };
     let log = logs.join(format!("{}-{attempt}.log", phase.word()));
     let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
-    let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
-    if let Some(note) = note {
-        prompt.push_str("\n\n");
-        prompt.push_str(note.trim_end());
-        prompt.push('\n');
-    }
-    // Re-rendered when the phase runs again: no fsync (see `fsx`).
-    crate::fsx::write_rebuildable(&prompt_file, prompt.as_bytes())?;
-    let artifact = task_dir.join(phase.artifact().file_name());
-    let mut env: Vec<(String, String)> = [
-        ("AUTOMATON_PHASE", phase.word().to_string()),
-        ("AUTOMATON_TASK", task_rel.to_string()),
-        ("AUTOMATON_TASK_DIR", task_dir.display().to_string()),
-        ("AUTOMATON_ARTIFACT", artifact.display().to_string()),
-        ("AUTOMATON_PROMPT_FILE", prompt_file.display().to_string()),
-        (
-            "AUTOMATON_PROJECT",
-            run.settings.project.display().to_string(),
-        ),
-        ("AUTOMATON_ATTEMPT", attempt.to_string()),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
-    env.extend(workspace_env(ws));
-    env.extend(port_env(run, task_rel));
+    let prompt = write_prompt(run, phase, task_rel, task_dir, &prompt_file, note)?;
+    let env = phase_env(run, phase, task_rel, task_dir, ws, attempt, &prompt_file);
     run.progress.event(&Event::PhaseStarted {
         task: task_rel,
         phase: phase.word(),
@@ -308,7 +284,56 @@ pub fn run_phase_noted(
         stop: watch.as_ref().map(|w| w.stop_flag()),
         pid_file: Some(&pid_file),
     };
-    let outcome = std::thread::scope(|scope| {
+    let outcome = run_in_slot(run, task_rel, task_dir, phase, &spec, reattach, &show)?;
+    warn_leftovers(run, task_rel, &outcome);
+    let budget_stop = watch.as_ref().and_then(|w| w.tripped());
+    let report = output
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .report(run.adapter, &log);
+    record(run, task_rel, task_dir, phase, attempt, &outcome, &report);
+    Ok(PhaseRun {
+        outcome,
+        report,
+        log,
+        attempt,
+        budget_stop,
+    })
+}
+
+/// The phase's prompt, with `note` (why the phase runs again) appended, written beside its
+/// log for the record.
+fn write_prompt(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+    prompt_file: &Path,
+    note: Option<&str>,
+) -> super::Result<String> {
+    let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
+    if let Some(note) = note {
+        prompt.push_str("\n\n");
+        prompt.push_str(note.trim_end());
+        prompt.push('\n');
+    }
+    // Re-rendered when the phase runs again: no fsync (see `fsx`).
+    crate::fsx::write_rebuildable(prompt_file, prompt.as_bytes())?;
+    Ok(prompt)
+}
+
+/// Run the agent once a slot (and, for a local model, its VRAM) is free; on a terminal the
+/// live line is redrawn once a second meanwhile.
+fn run_in_slot(
+    run: &Run<'_>,
+    task_rel: &str,
+    task_dir: &Path,
+    phase: Phase,
+    spec: &AgentSpec<'_>,
+    reattach: Option<(u64, u32)>,
+    show: &(dyn Fn() + Sync),
+) -> super::Result<AgentOutcome> {
+    std::thread::scope(|scope| {
         // The once-a-second redraw waits on a channel: dropping the sender when the agent is
         // done ends it at once, not at its next tick.
         let (done, finished) = mpsc::channel::<()>();
@@ -338,20 +363,59 @@ pub fn run_phase_noted(
             vram_gb: run.vram_need_gb(task_dir),
             reattach: reattach.map(|(id, _)| id),
         };
-        let outcome = run_agent_on(&spec, run.executor, &job);
+        let outcome = run_agent_on(spec, run.executor, &job);
         drop(done);
         outcome
-    })?;
-    warn_leftovers(run, task_rel, &outcome);
-    let budget_stop = watch.as_ref().and_then(|w| w.tripped());
-    let report = output
-        .into_inner()
-        .unwrap_or_else(|e| e.into_inner())
-        .report(run.adapter, &log);
-    run.budgets.add(super::budget::phase_spend(&report));
+    })
+    .map_err(Into::into)
+}
+
+/// The environment of a phase's agent: what it works on, where, and its attempt.
+fn phase_env(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+    ws: Option<&Workspace>,
+    attempt: u32,
+    prompt_file: &Path,
+) -> Vec<(String, String)> {
+    let artifact = task_dir.join(phase.artifact().file_name());
+    let mut env: Vec<(String, String)> = [
+        ("AUTOMATON_PHASE", phase.word().to_string()),
+        ("AUTOMATON_TASK", task_rel.to_string()),
+        ("AUTOMATON_TASK_DIR", task_dir.display().to_string()),
+        ("AUTOMATON_ARTIFACT", artifact.display().to_string()),
+        ("AUTOMATON_PROMPT_FILE", prompt_file.display().to_string()),
+        (
+            "AUTOMATON_PROJECT",
+            run.settings.project.display().to_string(),
+        ),
+        ("AUTOMATON_ATTEMPT", attempt.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    env.extend(workspace_env(ws));
+    env.extend(port_env(run, task_rel));
+    env
+}
+
+/// What a finished phase leaves: its spend counted against the run's budget, its journal
+/// line, and the model it ran on.
+fn record(
+    run: &Run<'_>,
+    task_rel: &str,
+    task_dir: &Path,
+    phase: Phase,
+    attempt: u32,
+    outcome: &AgentOutcome,
+    report: &super::adapter::PhaseReport,
+) {
+    run.budgets.add(super::budget::phase_spend(report));
     journal::append(
         task_dir,
-        &super::record::journal_entry(phase.word(), attempt, &outcome, run.adapter.name(), &report),
+        &super::record::journal_entry(phase.word(), attempt, outcome, run.adapter.name(), report),
     );
     if let Some(model) = &report.model {
         journal::record_model(
@@ -364,13 +428,6 @@ pub fn run_phase_noted(
             },
         );
     }
-    Ok(PhaseRun {
-        outcome,
-        report,
-        log,
-        attempt,
-        budget_stop,
-    })
 }
 
 /// `AUTOMATON_WORKTREE` and `AUTOMATON_BRANCH` for an isolated task.

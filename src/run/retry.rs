@@ -1,4 +1,4 @@
-//! Waiting between attempts of a failed phase: the backoff [`crate::decide::retry`] chose,
+//! Waiting between attempts of a failed phase: the backoff [`crate::plan::decide::retry`] chose,
 //! cut short by Ctrl-C / SIGTERM / SIGHUP (the signal policy's wake pipe, no tick) and by the
 //! run's total-time deadline.
 

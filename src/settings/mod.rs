@@ -815,7 +815,7 @@ impl Settings {
     }
 
     /// A budget setting (checked when the settings were read); no limit when unset.
-    pub fn budget(&self, key: Key) -> crate::decide::Budget {
+    pub fn budget(&self, key: Key) -> crate::plan::decide::Budget {
         value::parse_budget(self.text(key).unwrap_or("")).unwrap_or_default()
     }
 

@@ -133,10 +133,10 @@ pub fn parse_whole(s: &str) -> Result<u64, String> {
 
 /// Parse a budget: tokens, dollars or both, separated by a comma: `2M tokens`, `$5`,
 /// `2M tokens, $5`, `500k`, `$0.50`; empty or `none` sets no limit.
-pub fn parse_budget(s: &str) -> Result<crate::decide::Budget, String> {
+pub fn parse_budget(s: &str) -> Result<crate::plan::decide::Budget, String> {
     let t = s.trim();
     let expected = || format!("a budget like `2M tokens`, `$5` or `2M tokens, $5`, not `{t}`");
-    let mut b = crate::decide::Budget::default();
+    let mut b = crate::plan::decide::Budget::default();
     if t.is_empty() || t.eq_ignore_ascii_case("none") {
         return Ok(b);
     }

@@ -108,7 +108,7 @@ pub struct TaskTree {
     pub nodes: Vec<TaskNode>,
     pub warnings: Vec<String>,
     /// `Budget per task`, for reports that show spend against it (set by the caller).
-    pub budget: Option<crate::decide::Budget>,
+    pub budget: Option<crate::plan::decide::Budget>,
     /// The rules by which sub-tasks of a plan start (set by the caller; see
     /// [`crate::task::readiness`]).
     pub waves: super::readiness::WaveRules,

@@ -457,8 +457,8 @@ impl StreamUsage {
     }
 
     /// Tokens and dollars so far (the final totals once the agent gave them).
-    pub fn spend(&self) -> crate::decide::Spend {
-        crate::decide::Spend {
+    pub fn spend(&self) -> crate::plan::decide::Spend {
+        crate::plan::decide::Spend {
             tokens: self.final_tokens.unwrap_or(self.running),
             usd: self.cost_usd.unwrap_or(0.0),
         }
