@@ -9,9 +9,9 @@
 //! version costs nothing but a redo.
 //!
 //! Durable: `TASK.md`, `.origin`, `.stop`, `logs/verified`, `.isolation` and git
-//! `info/exclude`, `.state.frozen`, `.incomplete` (written before the agent starts, so a
-//! half-written artifact is always set aside) and a task folder's own entry (a decomposition's
-//! sub-task folders with one fsync of `subtasks/`, [`sync_path`]). Rebuildable: `.state`,
+//! `info/exclude`, `.state.frozen`, `.incomplete` (written before the agent starts and
+//! synced while it starts, so a half-written artifact is always set aside) and a task folder's
+//! own entry (a decomposition's sub-task folders with one fsync of `subtasks/`, [`sync_path`]). Rebuildable: `.state`,
 //! `.state.inputs`, `PARENT_SPEC.md`, `VRAM_CONFIG.md`, prompts, caches, the lock's holder and
 //! `logs/agent.pid` (durable for `slurm`: a job outlives this machine). Each file's reason is
 //! in README.md's table under "Task folders".
@@ -33,6 +33,9 @@ pub enum Durability {
     Durable,
     /// Re-derived on the next run (a cache, `.state`, a rendered prompt): atomic rename only.
     Rebuildable,
+    /// Made durable by the caller, later, with [`sync_renamed`] (the `.incomplete` marker,
+    /// synced while its agent starts): atomic rename only for now.
+    SyncedLater,
 }
 
 static FULL_DURABILITY: AtomicBool = AtomicBool::new(false);
@@ -110,6 +113,19 @@ pub fn sync_path(path: &Path) -> io::Result<()> {
     fs::File::open(folder_of(path))
         .and_then(|d| d.sync_all())
         .map_err(named)
+}
+
+/// Make a file just put in place by [`write_atomic_with`]`(…, SyncedLater)` durable with one
+/// fsync of the file: on Linux's journaling file systems (ext4, xfs, btrfs) that fsync also
+/// commits the rename that put it there, which came first. Under `Durability: full` the
+/// folder is fsynced too, as POSIX alone would ask.
+pub fn sync_renamed(path: &Path) -> io::Result<()> {
+    if full_durability() {
+        return sync_path(path);
+    }
+    fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot sync {}: {e}", path.display())))
 }
 
 /// Remove a file; one already gone is fine. An error names the file.

@@ -50,6 +50,13 @@ pub struct AgentSpec<'a> {
     /// Where to record the agent's pid while it runs, so that a later run can stop an agent
     /// an automaton killed with SIGKILL left behind ([`super::executor::stop_stale`]).
     pub pid_file: Option<&'a Path>,
+    /// A file written (by rename, not yet synced) before the agent starts that must survive a
+    /// power cut: the phase's `.incomplete` marker. It is made durable right after the agent
+    /// is released, while the agent starts, so the sync does not lengthen the phase. That is
+    /// early enough: the agent cannot have written anything lasting yet, and file systems
+    /// with a journal (ext4, xfs) commit the marker's rename no later than the agent's first
+    /// writes, which come after it.
+    pub sync_once_started: Option<&'a Path>,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
     /// Called (from the runner's thread) with the latest non-empty output line.
@@ -202,6 +209,12 @@ pub fn run_agent_on(
     }
     // Recorded: the agent may start now (the watchdog holds it until this).
     group.release()?;
+    if let Some(marker) = spec.sync_once_started
+        && let Err(e) = crate::fsx::sync_renamed(marker)
+    {
+        let _ = group.stop();
+        return Err(e);
+    }
 
     // Every cap runs on the clock that stands still while automaton is stopped by job control
     // (Ctrl-Z until `fg`, when its agents are stopped too): `spec.deadline` is on it as well.

@@ -240,7 +240,8 @@ pub fn run_phase_noted(
         None => stop_leftover_agent(run, task_rel, &logs)?,
     };
     // Until this run is judged, what it writes does not count (see `store::task_files`).
-    crate::store::task_files::write_incomplete(task_dir, phase.artifact().file_name())?;
+    let marker =
+        crate::store::task_files::write_incomplete(task_dir, phase.artifact().file_name())?;
     let started = Instant::now();
     // The live line: task, phase, elapsed seconds and the agent's last line, redrawn on every
     // new line and once a second (terminal only).
@@ -283,6 +284,7 @@ pub fn run_phase_noted(
         on_output: Some(&on_output),
         stop: watch.as_ref().map(|w| w.stop_flag()),
         pid_file: Some(&pid_file),
+        sync_once_started: Some(&marker),
     };
     let outcome = run_in_slot(run, task_rel, task_dir, phase, &spec, reattach, &show)?;
     warn_leftovers(run, task_rel, &outcome);
@@ -535,6 +537,7 @@ fn run_check(
         on_line: None,
         on_output: None,
         pid_file: Some(&pid_file),
+        sync_once_started: None,
         stop: None,
     };
     let outcome = {

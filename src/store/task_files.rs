@@ -77,12 +77,17 @@ pub fn clear_stop(dir: &Path) -> io::Result<()> {
 }
 
 /// Mark `artifact` (a file name) as being written by a phase run that has not finished; the
-/// marker's path. Written atomically and durably (temp file, fsync, rename, fsync of the
-/// folder) before the agent starts: after a power cut the marker is there, whole, for every
-/// artifact the agent may have half-written.
+/// marker's path. Written atomically (temp file, rename) before the agent starts, and made
+/// durable ([`crate::fsx::sync_renamed`]) as the agent starts (see
+/// [`crate::run::agent::AgentSpec::sync_once_started`]): after a power cut the marker is there
+/// for every artifact the agent may have half-written.
 pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<PathBuf> {
     let path = dir.join(INCOMPLETE_FILE);
-    write_atomic(&path, format!("{artifact}\n").as_bytes())?;
+    crate::fsx::write_atomic_with(
+        &path,
+        format!("{artifact}\n").as_bytes(),
+        crate::fsx::Durability::SyncedLater,
+    )?;
     Ok(path)
 }
 

@@ -49,6 +49,7 @@ impl Fx {
             on_line: None,
             on_output: None,
             pid_file: None,
+            sync_once_started: None,
             stop: None,
         }
     }
@@ -356,6 +357,7 @@ fn second_interrupt_kills_groups_and_exits_130() {
                 on_line: None,
                 on_output: None,
                 pid_file: None,
+                sync_once_started: None,
                 stop: None,
             };
             let _ = run_agent(&spec);

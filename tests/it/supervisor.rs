@@ -177,6 +177,7 @@ fn a_child_that_exits_is_noticed_from_the_kernel_not_a_tick() {
         on_line: None,
         on_output: None,
         pid_file: None,
+        sync_once_started: None,
         stop: None,
     };
     let before = blocked_count();
