@@ -139,6 +139,16 @@ pub fn remove_if_there(path: &Path) -> io::Result<()> {
     }
 }
 
+/// FNV-1a, 64 bit, in hex: enough to tell whether a file was rewritten since it was hashed.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 /// The folder a file is in (`.` for a bare name).
 fn folder_of(path: &Path) -> &Path {
     match path.parent() {

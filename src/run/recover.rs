@@ -9,6 +9,8 @@
 //!    `.automaton-spare-*` files older versions kept, in the task folder and `logs/`);
 //! 3. an artifact that a phase run was still writing (`.incomplete`) is moved to
 //!    `logs/incomplete/<NAME>-<n>` (never deleted) and the marker removed: the phase runs again;
+//!    unless the run had stopped (the marker is sealed) and a person changed the file since:
+//!    then it is theirs, and counts;
 //! 4. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
 //!    sub-task is not driven again, so nothing else would repair it), except that a PASS not yet
 //!    verified never reads `complete`.
@@ -16,7 +18,7 @@
 use super::Run;
 use super::event::Event;
 use crate::state::State;
-use crate::store::task_files::{clear_incomplete, read_incomplete, write_state};
+use crate::store::task_files::{clear_incomplete, read_marker, write_state};
 use crate::task::TaskTree;
 use std::path::{Path, PathBuf};
 
@@ -41,7 +43,7 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
         // A marker that names nothing (emptied by a power cut before its fsync, which is
         // requested as the agent starts, so normally before the agent wrote anything lasting)
         // is cleared with a warning.
-        let marked = match read_incomplete(&node.dir) {
+        let marked = match read_marker(&node.dir) {
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                 run.progress
                     .line(&format!("warning: {e}; cleared (nothing was set aside)"));
@@ -50,8 +52,15 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
             }
             other => other?,
         };
-        if let Some(artifact) = marked {
-            let name = artifact.file_name();
+        if let Some(marker) = marked.as_ref().filter(|m| !m.applies(&node.dir)) {
+            // The run that wrote it stopped, and a person changed the file since: theirs.
+            run.progress.event(&Event::PersonsEditKept {
+                task: &node.rel,
+                artifact: marker.artifact.file_name(),
+            });
+            clear_incomplete(&node.dir)?;
+        } else if let Some(marker) = marked {
+            let name = marker.artifact.file_name();
             let from = node.dir.join(name);
             if from.exists() {
                 let to = set_aside(&logs, name)?;

@@ -6,10 +6,13 @@
 //!   rewritten;
 //! - `.stop`   — one line: why the orchestrator stopped the task (timeout, cap, agent failure).
 //!   The next `orchestrate` of that task removes it and tries again.
-//! - `.incomplete` — one line: the file name of the artifact a phase run is writing. Written
-//!   before the agent starts and removed once the run was judged (as Snakemake marks its
-//!   incomplete outputs): while it is there, that artifact does not count, and the next
-//!   `orchestrate` moves it under `logs/incomplete/` (never deleting it) and runs the phase again.
+//! - `.incomplete` — the file name of the artifact a phase run is writing. Written before the
+//!   agent starts and removed once the run was judged a success (as Snakemake marks its
+//!   incomplete outputs): while it applies, that artifact does not count, and the next
+//!   `orchestrate` moves it under `logs/incomplete/` (never deleting it) and runs the phase
+//!   again. When the run ends with a recorded stop instead (a malformed artifact, a failed
+//!   agent), a second line `left <hash>` records what that run left there: from then on a file
+//!   with other content is a person's (the fix the stop message asks for) and counts.
 
 use crate::fsx::write_atomic;
 use crate::state::State;
@@ -58,9 +61,11 @@ pub fn origin_text(origin: &OriginFile) -> io::Result<String> {
 }
 
 /// Stop a task for a human: `.stop` says why, then `.state` says `human_intervention`
-/// (in that order, so a reader that sees the state also finds the reason).
+/// (in that order, so a reader that sees the state also finds the reason). A phase run's
+/// marker is sealed ([`seal_incomplete`]): this run has ended.
 pub fn write_stop(dir: &Path, reason: &str) -> io::Result<()> {
     write_atomic(&dir.join(STOP_FILE), format!("{reason}\n").as_bytes())?;
+    seal_incomplete(dir)?;
     write_state(dir, State::HumanIntervention)
 }
 
@@ -91,9 +96,34 @@ pub fn write_incomplete(dir: &Path, artifact: &str) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// The artifact `.incomplete` names: `Ok(None)` when there is no marker; an unreadable or
+/// What `.incomplete` says: the artifact, and (once the run that wrote it ended with a
+/// recorded stop) the hash of what that run left there, `none` when it left nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub artifact: crate::state::Artifact,
+    pub left: Option<String>,
+}
+
+impl Marker {
+    /// Whether the marker still applies to the artifact in `dir`: always while its run may be
+    /// writing it; after the run stopped, only while the file holds what that run left (other
+    /// content was put there by a person since).
+    pub fn applies(&self, dir: &Path) -> bool {
+        self.left
+            .as_ref()
+            .is_none_or(|left| *left == artifact_hash(dir, self.artifact))
+    }
+}
+
+/// The hash of an artifact's content, `none` when it is not there.
+fn artifact_hash(dir: &Path, artifact: crate::state::Artifact) -> String {
+    crate::fsx::read(dir.join(artifact.file_name()))
+        .map_or_else(|_| "none".to_string(), |b| crate::fsx::content_hash(&b))
+}
+
+/// The marker in `dir`, applying or not: `Ok(None)` when there is none; an unreadable or
 /// unknown marker is an error naming the file.
-pub fn read_incomplete(dir: &Path) -> io::Result<Option<crate::state::Artifact>> {
+pub fn read_marker(dir: &Path) -> io::Result<Option<Marker>> {
     let path = dir.join(INCOMPLETE_FILE);
     match crate::fsx::read_prefix(&path, 256) {
         Ok((bytes, _)) => parse_incomplete(&bytes).map(Some).map_err(|why| {
@@ -110,16 +140,49 @@ pub fn read_incomplete(dir: &Path) -> io::Result<Option<crate::state::Artifact>>
     }
 }
 
-/// Parse the body of `.incomplete`: one artifact file name.
-pub fn parse_incomplete(bytes: &[u8]) -> Result<crate::state::Artifact, String> {
+/// The artifact `.incomplete` keeps from counting: `Ok(None)` when there is no marker or it no
+/// longer applies ([`Marker::applies`]); an unreadable or unknown marker is an error naming
+/// the file.
+pub fn read_incomplete(dir: &Path) -> io::Result<Option<crate::state::Artifact>> {
+    Ok(read_marker(dir)?
+        .filter(|m| m.applies(dir))
+        .map(|m| m.artifact))
+}
+
+/// Parse the body of `.incomplete`: an artifact file name, then optionally `left <hash>`.
+pub fn parse_incomplete(bytes: &[u8]) -> Result<Marker, String> {
     let text = String::from_utf8_lossy(bytes);
-    let name = text.trim();
-    crate::state::Artifact::from_file_name(name).ok_or_else(|| {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let name = lines.next().unwrap_or("");
+    let artifact = crate::state::Artifact::from_file_name(name).ok_or_else(|| {
         format!(
             "names no artifact (`{}`)",
             name.chars().take(40).collect::<String>()
         )
-    })
+    })?;
+    let left = match lines.next() {
+        None => None,
+        Some(line) => match line.strip_prefix("left ") {
+            Some(hash) if !hash.trim().is_empty() => Some(hash.trim().to_string()),
+            _ => return Err(format!("unknown line `{line}` after `{name}`")),
+        },
+    };
+    Ok(Marker { artifact, left })
+}
+
+/// The run that wrote `.incomplete` ended with a recorded stop: record what it left in the
+/// artifact, so that a person's later edit of it is told from the run's own (see
+/// [`Marker::applies`]). A marker already sealed keeps the first run's end.
+pub fn seal_incomplete(dir: &Path) -> io::Result<()> {
+    let Ok(Some(marker)) = read_marker(dir) else {
+        return Ok(());
+    };
+    if marker.left.is_some() {
+        return Ok(());
+    }
+    let left = artifact_hash(dir, marker.artifact);
+    let body = format!("{}\nleft {left}\n", marker.artifact.file_name());
+    write_atomic(&dir.join(INCOMPLETE_FILE), body.as_bytes())
 }
 
 /// Remove `.incomplete` (the phase run was judged); a missing file is fine. Not fsynced: a
@@ -146,6 +209,38 @@ mod tests {
         assert!(e.contains(INCOMPLETE_FILE), "{e}");
         clear_incomplete(dir.path()).unwrap();
         clear_incomplete(dir.path()).unwrap();
+    }
+
+    /// Once the run stopped, the marker holds only while the artifact is what the run left.
+    #[test]
+    fn a_sealed_marker_gives_way_to_a_persons_edit() {
+        let dir = tempfile::tempdir().unwrap();
+        let verdict = dir.path().join("VERDICT.md");
+        std::fs::write(&verdict, "no verdict\n").unwrap();
+        write_incomplete(dir.path(), "VERDICT.md").unwrap();
+        seal_incomplete(dir.path()).unwrap();
+        let marker = read_marker(dir.path()).unwrap().unwrap();
+        assert!(marker.left.is_some());
+        assert_eq!(
+            read_incomplete(dir.path()).unwrap(),
+            Some(crate::state::Artifact::Verdict),
+            "untouched: still the run's"
+        );
+        seal_incomplete(dir.path()).unwrap();
+        assert_eq!(
+            read_marker(dir.path()).unwrap().unwrap(),
+            marker,
+            "sealed once"
+        );
+        std::fs::write(&verdict, "Verdict: PASS\n").unwrap();
+        assert_eq!(
+            read_incomplete(dir.path()).unwrap(),
+            None,
+            "edited: the person's"
+        );
+        std::fs::remove_file(&verdict).unwrap();
+        assert_eq!(read_incomplete(dir.path()).unwrap(), None);
+        assert!(parse_incomplete(b"SPEC.md\nsomething else\n").is_err());
     }
 
     /// The marker is replaced whole by a rename (never rewritten in place, which a power cut

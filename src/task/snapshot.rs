@@ -52,15 +52,7 @@ pub struct Snapshot {
     pub hashes: Option<Box<crate::task::gates::Hashed>>,
 }
 
-/// FNV-1a, 64 bit: enough to tell whether an inherited copy was rewritten.
-pub fn content_hash(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
-}
+pub use crate::fsx::content_hash;
 
 /// Read a task folder. `rel` names it in warnings.
 pub fn read_snapshot(dir: &Path, rel: &str, warnings: &mut Vec<String>) -> Snapshot {

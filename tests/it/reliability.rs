@@ -788,3 +788,94 @@ fn a_staging_folder_left_by_a_killed_run_is_removed() {
         "a ran its step"
     );
 }
+
+/// A stop on a malformed artifact asks the person to fix the file: once they have, the rerun
+/// uses their version. Only an artifact still as the stopped run left it is set aside.
+#[test]
+fn a_persons_fix_of_a_malformed_artifact_is_used_not_set_aside() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "## Phases\n- **Design**: No\n- **Test design**: No\n\n## Limits\n- **Retries**: 0\n",
+    );
+    p.write("tasks/t/TASK.md", "# Task\n\nt\n");
+    for a in [
+        "SPEC",
+        "IMPLEMENTATION",
+        "BUG_REPORT",
+        "ADVERSARIAL_BUG_REPORT",
+        "DOC_REVIEW",
+    ] {
+        p.write(&format!("tasks/t/{a}.md"), format!("# {a}\n"));
+    }
+    // The referee writes no verdict word: a malformed VERDICT.md.
+    let agent = "cat >/dev/null; echo 'looks fine to me' > \"$AUTOMATON_ARTIFACT\"";
+    let run = || {
+        p.orchestrate_cmd()
+            .args(["--agent", agent, "--task", "tasks/t"])
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let text = output_text(&out);
+    assert!(text.contains("VERDICT.md is malformed"), "{text}");
+    assert_eq!(p.read("tasks/t/.state"), "human_intervention\n", "{text}");
+    // Status agrees that the task waits for a person, and does not count the bad verdict.
+    let status = p.status_json();
+    let task = crate::harness::task_of(&status, "tasks/t");
+    assert_eq!(task["state"], "human_intervention", "{status}");
+
+    // The person fixes the file as the message asks, and reruns.
+    p.write("tasks/t/VERDICT.md", "# Verdict\n\nVerdict: PASS\n");
+    let out = run();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("your version is used"), "{text}");
+    assert_eq!(p.read("tasks/t/VERDICT.md"), "# Verdict\n\nVerdict: PASS\n");
+    assert_eq!(p.read("tasks/t/.state"), "complete\n");
+    assert!(
+        !p.join("tasks/t/logs/incomplete").exists(),
+        "the fix was set aside"
+    );
+    assert!(!p.join("tasks/t/.incomplete").exists());
+}
+
+/// The same stop, and the person reruns without touching the file: the stopped run's own
+/// malformed artifact is still set aside and its phase runs again.
+#[test]
+fn an_untouched_malformed_artifact_of_a_stopped_run_is_still_set_aside() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "## Phases\n- **Design**: No\n- **Test design**: No\n\n## Limits\n- **Retries**: 0\n",
+    );
+    p.write("tasks/t/TASK.md", "# Task\n\nt\n");
+    for a in [
+        "SPEC",
+        "IMPLEMENTATION",
+        "BUG_REPORT",
+        "ADVERSARIAL_BUG_REPORT",
+        "DOC_REVIEW",
+    ] {
+        p.write(&format!("tasks/t/{a}.md"), format!("# {a}\n"));
+    }
+    let bad = "cat >/dev/null; echo 'looks fine to me' > \"$AUTOMATON_ARTIFACT\"";
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", bad, "--task", "tasks/t"])
+        .output()
+        .unwrap();
+    assert!(output_text(&out).contains("VERDICT.md is malformed"));
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", &writer_agent(""), "--task", "tasks/t"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(
+        p.read("tasks/t/logs/incomplete/VERDICT.md-1"),
+        "looks fine to me\n"
+    );
+    assert_eq!(p.read("tasks/t/VERDICT.md"), "Verdict: PASS\n");
+}

@@ -55,6 +55,12 @@ pub enum Event<'a> {
         #[serde(serialize_with = "path")]
         to: &'a Path,
     },
+    /// An artifact a stopped phase run had written was changed since the stop (a person's
+    /// fix): it counts.
+    PersonsEditKept {
+        task: &'a str,
+        artifact: &'a str,
+    },
     /// The task's git worktree (isolation), made or found.
     Workspace {
         task: &'a str,
@@ -379,6 +385,9 @@ impl Event<'_> {
             IncompleteSetAside { task, artifact, to } => format!(
                 "↻ {task}: {artifact} was written by a phase run that did not finish; moved to {} and the phase runs again",
                 to.display()
+            ),
+            PersonsEditKept { task, artifact } => format!(
+                "  {task}: {artifact} changed since the run that wrote it stopped: your version is used"
             ),
             Workspace { .. } | Committed { .. } => return None,
             WorktreeInclude { task, files, .. } => format!(
