@@ -45,7 +45,7 @@ pub use commands::Ctx;
 
 /// Parse the command line, run the command, and turn the outcome into an exit code.
 pub fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).take(4).collect();
+    let args: Vec<String> = std::env::args().skip(1).take(5).collect();
     if args.first().map(String::as_str) == Some(process::shim::SHIM_ARG) {
         let code = process::shim::main(&args[1..]);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));

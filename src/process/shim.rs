@@ -15,6 +15,8 @@
 //!   reparented to the shim, not to init, so the shim still finds it (as a descendant in
 //!   `/proc`) and stops it when the agent ends, times out or is stopped.
 //! - **Zombies reaped at once.** Orphans reparented to the shim are reaped as they exit.
+//! - **Its end recorded.** The moment the agent exits, the shim writes how it ended beside the
+//!   phase's log ([`ExitRecord`]), so a run killed before it judged the phase loses nothing.
 //! - **One agent per shim.** A fresh shim per phase carries nothing from one agent to the
 //!   next (priority, limits, CPU affinity an agent may have changed on its parent).
 //!
@@ -23,11 +25,12 @@
 //! runs the very binary automaton was started from, even if an upgrade replaced the file
 //! during a long run.
 
+use crate::store::agent_exit::ExitRecord;
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::process::{Pid, Signal, WaitOptions};
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -70,16 +73,19 @@ pub fn with_control<T>(
     spawned
 }
 
-/// The shim's arguments after [`SHIM_ARG`]: `<grace-ms> <control-fd> <command>`.
+/// The shim's arguments after [`SHIM_ARG`]: `<grace-ms> <control-fd> <exit-record> <command>`,
+/// `<exit-record>` being where to record how the agent ended ([`ExitRecord`]), or `-`.
 pub fn main(args: &[String]) -> i32 {
-    let (Some(grace), Some(Ok(control_fd)), Some(command)) = (
+    let (Some(grace), Some(Ok(control_fd)), Some(exit_record), Some(command)) = (
         args.first(),
         args.get(1).map(|f| f.parse::<i32>()),
         args.get(2),
+        args.get(3),
     ) else {
-        eprintln!("usage: automaton {SHIM_ARG} <grace-ms> <control-fd> <command>");
+        eprintln!("usage: automaton {SHIM_ARG} <grace-ms> <control-fd> <exit-record> <command>");
         return 2;
     };
+    let exit_record = (exit_record != "-").then(|| Path::new(exit_record));
     // Executed as `/proc/self/exe`, the kernel names the process `exe`: name it as people
     // (and `ps`) know it.
     let _ = rustix::thread::set_name(c"automaton");
@@ -99,7 +105,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
     match Watcher::new() {
-        Ok(watcher) => exit_like(watcher.watch(grace, control, command)),
+        Ok(watcher) => exit_like(watcher.watch(grace, control, exit_record, command)),
         Err(e) => {
             eprintln!("automaton: cannot watch the agent: {e}");
             127
@@ -136,7 +142,13 @@ impl Watcher {
     /// Be the watchdog of `command` (started with this process's environment); the agent's
     /// wait status, or one made up for an end of the shim's own (137: automaton died, 127: the
     /// agent could not start).
-    fn watch(&self, grace: Duration, control: BorrowedFd<'_>, command: &str) -> i32 {
+    fn watch(
+        &self,
+        grace: Duration,
+        control: BorrowedFd<'_>,
+        exit_record: Option<&Path>,
+        command: &str,
+    ) -> i32 {
         let exited = |code: i32| code << 8;
         let _ = rustix::io::fcntl_setfd(control, rustix::io::FdFlags::CLOEXEC);
         // Every event the shim acts on comes from the kernel: a child exited (SIGCHLD), a stop
@@ -154,6 +166,11 @@ impl Watcher {
         loop {
             let _ = reap(child_pid, &mut status);
             if let Some(st) = status {
+                // Recorded first, while automaton may already be gone: a later run then
+                // judges what the agent left instead of running the phase again.
+                if let Some((path, record)) = exit_record.zip(ExitRecord::now(st)) {
+                    let _ = record.write(path);
+                }
                 // The agent is done: whatever it left (in or out of its group) goes too.
                 stop_descendants(grace, &mut status, child_pid);
                 reap_all(child_pid, &mut status);

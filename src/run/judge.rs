@@ -231,9 +231,12 @@ pub(super) fn one_phase(
         log: &log_rel,
     });
     // What the agent wrote counts only once the run was judged a success; after a failure (a
-    // timeout, a crash mid-write, a malformed file) the marker stays, and the next run sets the
-    // artifact aside under logs/incomplete/ and runs the phase again.
+    // timeout, a crash mid-write, a malformed file) the marker stays, sealed with what the
+    // attempt left, and the next run sets the artifact aside under logs/incomplete/ and runs
+    // the phase again (unless a person fixed the file since).
     if let Err((kind, reason)) = judged {
+        // Judged: what this attempt left is no longer unseen work to recover.
+        crate::store::task_files::seal_incomplete(dir)?;
         return Ok(PhaseEnd::Failed {
             kind,
             reason,

@@ -8,6 +8,7 @@ use super::isolation::Workspace;
 use super::{Run, StopKind};
 use crate::settings::Settings;
 use crate::state::{Artifact, Phase};
+use crate::store::agent_exit::ExitRecord;
 use crate::store::journal;
 use crate::task::TASK_FILE;
 use std::fs;
@@ -211,6 +212,11 @@ pub fn run_phase_noted(
     fs::create_dir_all(&logs).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
     })?;
+    if let Some((finished, attempt)) = finished_unjudged(task_dir)
+        && finished == phase
+    {
+        return Ok(recovered(run, phase, task_rel, task_dir, attempt));
+    }
     // A Slurm job an earlier, killed run submitted for this phase: re-attach to it (same
     // attempt, same log) rather than submit a second job.
     let reattach = reattachable_job(run, phase, &logs);
@@ -287,6 +293,8 @@ pub fn run_phase_noted(
         sync_once_started: Some(&marker),
     };
     let outcome = run_in_slot(run, task_rel, task_dir, phase, &spec, reattach, &show)?;
+    #[cfg(debug_assertions)]
+    kill_for_tests(phase);
     warn_leftovers(run, task_rel, &outcome);
     let budget_stop = watch.as_ref().and_then(|w| w.tripped());
     let report = output
@@ -301,6 +309,76 @@ pub fn run_phase_noted(
         attempt,
         budget_stop,
     })
+}
+
+/// Test builds only: `AUTOMATON_TEST_KILL_AFTER=<phase>` kills automaton (SIGKILL) the moment
+/// that phase's agent has ended, before anything of it is judged or recorded: the window in
+/// which only the watchdog's exit record knows the agent finished.
+#[cfg(debug_assertions)]
+fn kill_for_tests(phase: Phase) {
+    if std::env::var("AUTOMATON_TEST_KILL_AFTER").is_ok_and(|p| p == phase.word()) {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
+}
+
+/// A phase whose agent ended with success (its watchdog's [`ExitRecord`], made on this boot)
+/// but whose work no judge has seen: the run was killed in between. Its artifact is still
+/// marked (`.incomplete`, not sealed: a judged attempt's marker is); the phase and attempt.
+pub(super) fn finished_unjudged(dir: &Path) -> Option<(Phase, u32)> {
+    let marker = crate::store::task_files::read_marker(dir).ok()??;
+    if marker.left.is_some() {
+        return None;
+    }
+    let phase = Phase::ALL
+        .into_iter()
+        .find(|p| p.artifact() == marker.artifact)?;
+    let logs = dir.join("logs");
+    let attempt = next_attempt(&logs, phase.word()).checked_sub(1)?;
+    let log = logs.join(format!("{}-{attempt}.log", phase.word()));
+    let record = ExitRecord::read(&ExitRecord::path_for(&log))?;
+    record.succeeded_this_boot().then_some((phase, attempt))
+}
+
+/// The run of a phase that [`finished_unjudged`]: read back from its log, as if it had just
+/// ended, so that it is judged (and verified, committed, frozen) like any other.
+fn recovered(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+    attempt: u32,
+) -> PhaseRun {
+    let log = task_dir
+        .join("logs")
+        .join(format!("{}-{attempt}.log", phase.word()));
+    run.progress.event(&Event::PhaseRecovered {
+        task: task_rel,
+        phase: phase.word(),
+        attempt,
+        log: &log,
+    });
+    let outcome = AgentOutcome {
+        end: AgentEnd::Exited(super::agent::ExitStatusInfo {
+            code: Some(0),
+            signal: None,
+        }),
+        contract_met: false,
+        stopped_after_contract: false,
+        pid: 0,
+        duration: Duration::ZERO,
+        last_line: None,
+        leftovers: Vec::new(),
+    };
+    let report = super::adapter::parse_log(run.adapter, &log);
+    record(run, task_rel, task_dir, phase, attempt, &outcome, &report);
+    PhaseRun {
+        outcome,
+        report,
+        log,
+        attempt,
+        budget_stop: None,
+    }
 }
 
 /// The phase's prompt, with `note` (why the phase runs again) appended, written beside its

@@ -10,7 +10,8 @@
 //! 3. an artifact that a phase run was still writing (`.incomplete`) is moved to
 //!    `logs/incomplete/<NAME>-<n>` (never deleted) and the marker removed: the phase runs again;
 //!    unless the run had stopped (the marker is sealed) and a person changed the file since:
-//!    then it is theirs, and counts;
+//!    then it is theirs, and counts; or unless its agent had ended with success (its
+//!    watchdog's exit record): then the mark stays and the phase is judged, not run again;
 //! 4. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
 //!    sub-task is not driven again, so nothing else would repair it), except that a PASS not yet
 //!    verified never reads `complete`.
@@ -59,7 +60,9 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
                 artifact: marker.artifact.file_name(),
             });
             clear_incomplete(&node.dir)?;
-        } else if let Some(marker) = marked {
+        } else if let Some(marker) = marked
+            && super::phase::finished_unjudged(&node.dir).is_none()
+        {
             let name = marker.artifact.file_name();
             let from = node.dir.join(name);
             if from.exists() {

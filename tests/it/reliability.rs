@@ -879,3 +879,74 @@ fn an_untouched_malformed_artifact_of_a_stopped_run_is_still_set_aside() {
     );
     assert_eq!(p.read("tasks/t/VERDICT.md"), "Verdict: PASS\n");
 }
+
+/// A run killed after its agent wrote the artifact and exited, before the phase was judged:
+/// the watchdog recorded the agent's end, so the rerun judges that work instead of setting it
+/// aside and paying for the phase again.
+#[test]
+fn a_phase_whose_agent_finished_before_the_kill_is_judged_not_run_again() {
+    let p = project();
+    let runs = p.join("research-runs");
+    let agent = writer_agent(&format!(
+        "[ $AUTOMATON_PHASE = research ] && echo run >> {};",
+        runs.display()
+    ));
+    let out = p
+        .orchestrate_cmd()
+        .env("AUTOMATON_TEST_KILL_AFTER", "research")
+        .args(["--agent", &agent, "finished"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed: {}", output_text(&out));
+    let task = "tasks/finished";
+    assert!(p.join(&format!("{task}/.incomplete")).exists());
+    assert!(p.join(&format!("{task}/logs/research-1.exit")).exists());
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", &agent, "--task", task])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("judged now, not run again"), "{text}");
+    assert_eq!(
+        p.read("research-runs"),
+        "run\n",
+        "research ran twice:\n{text}"
+    );
+    assert_eq!(p.read(&format!("{task}/SPEC.md")), "research done\n");
+    assert!(
+        !p.join(&format!("{task}/logs/incomplete")).exists(),
+        "{text}"
+    );
+    assert_eq!(p.read(&format!("{task}/.state")), "complete\n");
+}
+
+/// The watchdog's record says the agent failed (or there is none): the kill's leftovers are
+/// set aside and the phase runs again, as before.
+#[test]
+fn a_phase_whose_agent_failed_before_the_kill_runs_again() {
+    let p = project();
+    let agent = writer_agent(
+        "if [ $AUTOMATON_PHASE = research ] && [ ! -f \"$AUTOMATON_PROJECT/again\" ]; then \
+         echo half > \"$AUTOMATON_ARTIFACT\"; exit 3; fi;",
+    );
+    let out = p
+        .orchestrate_cmd()
+        .env("AUTOMATON_TEST_KILL_AFTER", "research")
+        .args(["--agent", &agent, "failing"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed: {}", output_text(&out));
+    p.write("again", "");
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", &agent, "--task", "tasks/failing"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(!text.contains("judged now"), "{text}");
+    assert_eq!(p.read("tasks/failing/logs/incomplete/SPEC.md-1"), "half\n");
+    assert_eq!(p.read("tasks/failing/SPEC.md"), "research done\n");
+}

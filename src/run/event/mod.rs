@@ -86,6 +86,15 @@ pub enum Event<'a> {
         /// `pid 123` or `Slurm job 45`.
         what: &'a str,
     },
+    /// A phase whose agent had ended with success before the run was killed: its work is
+    /// judged now, from its log, instead of running the phase again.
+    PhaseRecovered {
+        task: &'a str,
+        phase: &'a str,
+        attempt: u32,
+        #[serde(serialize_with = "path")]
+        log: &'a Path,
+    },
     PhaseStarted {
         task: &'a str,
         phase: &'a str,
@@ -385,6 +394,14 @@ impl Event<'_> {
             IncompleteSetAside { task, artifact, to } => format!(
                 "↻ {task}: {artifact} was written by a phase run that did not finish; moved to {} and the phase runs again",
                 to.display()
+            ),
+            PhaseRecovered {
+                task,
+                phase,
+                attempt,
+                ..
+            } => format!(
+                "↺ {task}: {phase} (attempt {attempt}) had finished before the run was killed: judged now, not run again"
             ),
             PersonsEditKept { task, artifact } => format!(
                 "  {task}: {artifact} changed since the run that wrote it stopped: your version is used"

@@ -57,6 +57,7 @@ samples! {
     VerdictArchived => Event::VerdictArchived { task: T, kept: p("/p/tasks/auth/logs/VERDICT-2.md"), n: 2 },
     StopCleared => Event::StopCleared { task: T, reason: "verify command `make test` failed" },
     IncompleteSetAside => Event::IncompleteSetAside { task: T, artifact: "DESIGN.md", to: p("/p/tasks/auth/logs/incomplete/DESIGN-1.md") },
+    PhaseRecovered => Event::PhaseRecovered { task: T, phase: "design", attempt: 1, log: p("/p/tasks/auth/logs/design-1.log") },
     PersonsEditKept => Event::PersonsEditKept { task: T, artifact: "VERDICT.md" },
     Workspace => Event::Workspace { task: T, branch: "automaton/auth", worktree: p("/p/.automaton/worktrees/auth") },
     WorktreeInclude => Event::WorktreeInclude {

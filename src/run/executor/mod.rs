@@ -131,6 +131,9 @@ impl Executor for Local {
             cmd.arg(crate::process::shim::SHIM_ARG)
                 .arg(spec.kill_grace.as_millis().to_string())
                 .arg(read.as_raw_fd().to_string())
+                .arg(crate::store::agent_exit::ExitRecord::path_for(
+                    spec.log_path,
+                ))
                 .arg(spec.command)
                 .current_dir(spec.cwd)
                 .envs(spec.env.iter().map(|(k, v)| (k, v)))
