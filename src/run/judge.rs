@@ -190,7 +190,14 @@ pub(super) fn one_phase(
 ) -> super::Result<PhaseEnd> {
     let guarded = phase.artifact() > Artifact::TestPlan;
     let frozen_before = guarded.then(|| frozen::before_phase(dir)).flatten();
-    let pr = run_phase_noted(run, phase, rel, dir, ws, note)?;
+    // A run killed after this phase's agent ended well, before its work was judged: judge
+    // that work now rather than pay for the phase again.
+    let pr = match super::phase::finished_unjudged(dir) {
+        Some((finished, attempt)) if finished == phase => {
+            super::phase::recovered(run, phase, rel, dir, attempt)
+        }
+        _ => run_phase_noted(run, phase, rel, dir, ws, note)?,
+    };
     // What the phase was given (hashed as it was given): an input edited later makes the
     // artifact stale. Recorded before the folder is read again, which judges staleness.
     if dir.join(phase.artifact().file_name()).exists() {

@@ -212,11 +212,6 @@ pub fn run_phase_noted(
     fs::create_dir_all(&logs).map_err(|e| {
         std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
     })?;
-    if let Some((finished, attempt)) = finished_unjudged(task_dir)
-        && finished == phase
-    {
-        return Ok(recovered(run, phase, task_rel, task_dir, attempt));
-    }
     // A Slurm job an earlier, killed run submitted for this phase: re-attach to it (same
     // attempt, same log) rather than submit a second job.
     let reattach = reattachable_job(run, phase, &logs);
@@ -234,17 +229,7 @@ pub fn run_phase_noted(
         attempt,
         log: &log,
     });
-    let pid_file = match &reattach {
-        Some((id, _)) => {
-            run.progress.event(&Event::SlurmReattached {
-                task: task_rel,
-                phase: phase.word(),
-                job: *id,
-            });
-            logs.join("agent.pid")
-        }
-        None => stop_leftover_agent(run, task_rel, &logs)?,
-    };
+    let pid_file = agent_pid_file(run, phase, task_rel, &logs, reattach.as_ref())?;
     // Until this run is judged, what it writes does not count (see `store::task_files`).
     let marker =
         crate::store::task_files::write_incomplete(task_dir, phase.artifact().file_name())?;
@@ -342,7 +327,7 @@ pub(super) fn finished_unjudged(dir: &Path) -> Option<(Phase, u32)> {
 
 /// The run of a phase that [`finished_unjudged`]: read back from its log, as if it had just
 /// ended, so that it is judged (and verified, committed, frozen) like any other.
-fn recovered(
+pub(super) fn recovered(
     run: &Run<'_>,
     phase: Phase,
     task_rel: &str,
@@ -378,6 +363,28 @@ fn recovered(
         log,
         attempt,
         budget_stop: None,
+    }
+}
+
+/// Where the phase's agent is recorded: the Slurm job re-attached to keeps its record; any
+/// other start first stops what a killed run left running in the task.
+fn agent_pid_file(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    logs: &Path,
+    reattach: Option<&(u64, u32)>,
+) -> super::Result<PathBuf> {
+    match reattach {
+        Some((id, _)) => {
+            run.progress.event(&Event::SlurmReattached {
+                task: task_rel,
+                phase: phase.word(),
+                job: *id,
+            });
+            Ok(logs.join("agent.pid"))
+        }
+        None => stop_leftover_agent(run, task_rel, logs),
     }
 }
 

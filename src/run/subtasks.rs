@@ -23,7 +23,6 @@ pub fn sync_subtasks(
     plan: &Plan,
     decision: &Decision,
 ) -> super::Result<()> {
-    let project = &run.settings.project;
     // Listed sub-tasks whose folder exists but lacks the files sync writes into it: a power cut
     // lost them (they are not fsynced: they are derived from the plan's row), or an older
     // automaton died between making the folder and writing them. Fill in what is missing
@@ -42,25 +41,7 @@ pub fn sync_subtasks(
         })
         .collect();
     if !decision.missing.is_empty() || !unfinished.is_empty() {
-        // A decomposition is being applied: size the sub-tasks with a fresh detection.
-        let _ = crate::detect::invalidate_cache(project);
-        let vram = crate::detect::detect(run.settings, false);
-        // Report the detection results, on screen and in the parent's log.
-        let block = crate::detect::render_human(&vram);
-        run.progress.event(&Event::VramDetected {
-            task: parent_rel,
-            max_peak_context_kb: vram.max_peak_context_kb,
-            recommended_kb: vram.recommended_kb,
-            source: vram.source.as_str(),
-            block: &block,
-        });
-        let logs = parent_dir.join("logs");
-        std::fs::create_dir_all(&logs)?;
-        let mut f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(logs.join("vram-detection.log"))?;
-        std::io::Write::write_all(&mut f, format!("{}\n", block.trim_end()).as_bytes())?;
+        let vram = detect_for_plan(run, parent_rel, parent_dir)?;
         for name in &unfinished {
             let Some(row) = plan.row(name) else { continue };
             let dir = parent_dir.join(SUBTASKS_DIR).join(name);
@@ -69,38 +50,8 @@ pub fn sync_subtasks(
                 task: &format!("{parent_rel}/subtasks/{name}"),
             });
         }
-        for name in &decision.missing {
-            let Some(row) = plan.row(name) else { continue };
-            let rel = format!("{parent_rel}/subtasks/{name}");
-            let (spec, config) = sync_files(parent_rel, row, &vram);
-            create_task(
-                project,
-                &NewTask {
-                    rel: &rel,
-                    start: State::NEW,
-                    description: None,
-                    copy_from: None,
-                    rebuildable: true,
-                    files: &[
-                        (PARENT_SPEC, spec.as_bytes()),
-                        (VRAM_CONFIG, config.as_bytes()),
-                    ],
-                },
-            )?;
-            run.progress.event(&Event::SubtaskCreated {
-                task: &rel,
-                wave: row.wave,
-                depends_on: &row.depends_on,
-                estimate: row.estimate,
-            });
-            if let Some(est) = row.estimate.filter(|e| *e > vram.max_peak_context_kb) {
-                run.progress.event(&Event::EstimateOverPeak {
-                    task: &rel,
-                    message: "estimate exceeds max peak context",
-                    estimate: est,
-                    max_peak: vram.max_peak_context_kb,
-                });
-            }
+        for row in decision.missing.iter().filter_map(|name| plan.row(name)) {
+            create_subtask(run, parent_rel, row, &vram)?;
         }
         // The new folders' entries, made without an fsync each (and `subtasks/` itself when
         // new): synced once, for the durable files a run later writes in them, whose own
@@ -110,19 +61,98 @@ pub fn sync_subtasks(
         }
     }
     if !decision.orphans.is_empty() {
-        let tree = TaskTree::load_task(project, parent_rel, &run.config);
-        for name in &decision.orphans {
-            let rel = format!("{parent_rel}/subtasks/{name}");
-            let started = tree
-                .find(&rel)
-                .is_none_or(|i| !tree.nodes[i].snap.artifacts.is_empty())
-                || !never_started(&parent_dir.join(SUBTASKS_DIR).join(name));
-            if started {
-                run.progress.event(&Event::OrphanKept { task: &rel });
-            } else {
-                std::fs::remove_dir_all(parent_dir.join("subtasks").join(name))?;
-                run.progress.event(&Event::OrphanRemoved { task: &rel });
-            }
+        settle_orphans(run, parent_rel, parent_dir, &decision.orphans)?;
+    }
+    Ok(())
+}
+
+/// A decomposition is being applied: size its sub-tasks with a fresh detection, reported on
+/// screen and in the parent's `logs/vram-detection.log`.
+fn detect_for_plan(
+    run: &Run<'_>,
+    parent_rel: &str,
+    parent_dir: &Path,
+) -> super::Result<crate::detect::VramReport> {
+    let _ = crate::detect::invalidate_cache(&run.settings.project);
+    let vram = crate::detect::detect(run.settings, false);
+    let block = crate::detect::render_human(&vram);
+    run.progress.event(&Event::VramDetected {
+        task: parent_rel,
+        max_peak_context_kb: vram.max_peak_context_kb,
+        recommended_kb: vram.recommended_kb,
+        source: vram.source.as_str(),
+        block: &block,
+    });
+    let logs = parent_dir.join("logs");
+    std::fs::create_dir_all(&logs)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(logs.join("vram-detection.log"))?;
+    std::io::Write::write_all(&mut f, format!("{}\n", block.trim_end()).as_bytes())?;
+    Ok(vram)
+}
+
+/// Make the folder of the planned sub-task `row`, whole, with its scope and VRAM budget.
+fn create_subtask(
+    run: &Run<'_>,
+    parent_rel: &str,
+    row: &SubtaskRow,
+    vram: &crate::detect::VramReport,
+) -> super::Result<()> {
+    let rel = format!("{parent_rel}/subtasks/{}", row.name);
+    let (spec, config) = sync_files(parent_rel, row, vram);
+    create_task(
+        &run.settings.project,
+        &NewTask {
+            rel: &rel,
+            start: State::NEW,
+            description: None,
+            copy_from: None,
+            rebuildable: true,
+            files: &[
+                (PARENT_SPEC, spec.as_bytes()),
+                (VRAM_CONFIG, config.as_bytes()),
+            ],
+        },
+    )?;
+    run.progress.event(&Event::SubtaskCreated {
+        task: &rel,
+        wave: row.wave,
+        depends_on: &row.depends_on,
+        estimate: row.estimate,
+    });
+    if let Some(est) = row.estimate.filter(|e| *e > vram.max_peak_context_kb) {
+        run.progress.event(&Event::EstimateOverPeak {
+            task: &rel,
+            message: "estimate exceeds max peak context",
+            estimate: est,
+            max_peak: vram.max_peak_context_kb,
+        });
+    }
+    Ok(())
+}
+
+/// Sub-tasks no longer in the plan: one with work in it is kept (with a warning), one never
+/// started is removed.
+fn settle_orphans(
+    run: &Run<'_>,
+    parent_rel: &str,
+    parent_dir: &Path,
+    orphans: &[String],
+) -> super::Result<()> {
+    let tree = TaskTree::load_task(&run.settings.project, parent_rel, &run.config);
+    for name in orphans {
+        let rel = format!("{parent_rel}/subtasks/{name}");
+        let started = tree
+            .find(&rel)
+            .is_none_or(|i| !tree.nodes[i].snap.artifacts.is_empty())
+            || !never_started(&parent_dir.join(SUBTASKS_DIR).join(name));
+        if started {
+            run.progress.event(&Event::OrphanKept { task: &rel });
+        } else {
+            std::fs::remove_dir_all(parent_dir.join(SUBTASKS_DIR).join(name))?;
+            run.progress.event(&Event::OrphanRemoved { task: &rel });
         }
     }
     Ok(())
