@@ -335,6 +335,9 @@ pub struct Facts<'a> {
     pub stop: Option<&'a str>,
     /// Levels below a top-level task (0 for a top-level task, 1 for its sub-tasks...).
     pub depth: usize,
+    /// Its plan was sent back to the decomposition phase (over the context budget): a planned
+    /// task from then on, whatever the config says.
+    pub sent_back: bool,
 }
 
 /// Sub-task outcomes of a parent, for the `PASS: n, FAIL: n, NEEDS_REVIEW: n` summary.
@@ -498,7 +501,14 @@ pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
             format!("VERDICT.md is malformed: {why}"),
         ),
         None => {
-            let state = artifact_state(facts.artifacts, config, facts.depth > 0);
+            // A task whose plan was sent back has no plan only while a new one is made (a
+            // malformed one is set aside for the retry): it goes back to decomposition, never
+            // on as a plain task without its sub-tasks.
+            let config = PhaseConfig {
+                decomposition: config.decomposition || facts.sent_back,
+                ..*config
+            };
+            let state = artifact_state(facts.artifacts, &config, facts.depth > 0);
             match facts.start {
                 Some(start) if start.rank() > state.rank() => start_decision(start),
                 _ => Decision::plain(state),

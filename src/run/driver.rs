@@ -232,7 +232,10 @@ impl Drive<'_, '_> {
             Action::Replan => {
                 let note = replan_note(run, &over_budget(run, node));
                 // Once: the mark is written first, so a run cut short does not send it back again.
-                write_atomic(&dir.join(REPLANNED_FILE), note.as_bytes())?;
+                write_atomic(
+                    &dir.join(crate::task::snapshot::SENT_BACK_FILE),
+                    note.as_bytes(),
+                )?;
                 run.progress.event(&Event::PlanSentBack {
                     task: rel,
                     max_peak: run.max_peak,
@@ -365,7 +368,7 @@ pub(super) fn facts(
         cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
         step: run.step,
         replan: !over_budget(run, node).is_empty()
-            && !dir.join(REPLANNED_FILE).exists()
+            && !dir.join(crate::task::snapshot::SENT_BACK_FILE).exists()
             && node
                 .children
                 .iter()
@@ -500,9 +503,6 @@ pub(super) fn verify_pass(
     write_state(dir, State::Complete)?;
     Ok(None)
 }
-
-/// Marks (in the task folder) that the plan was sent back for its over-budget rows once.
-pub(super) const REPLANNED_FILE: &str = "logs/plan-sent-back.md";
 
 /// The rows of a task's plan whose estimate exceeds the max peak context.
 pub(super) fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n SubtaskRow> {

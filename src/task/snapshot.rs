@@ -17,6 +17,9 @@ use std::path::Path;
 pub const MAX_PARSED_BYTES: usize = 1024 * 1024;
 
 pub const SUBTASKS_DIR: &str = "subtasks";
+/// Marks (in the task folder) that the plan was sent back for its over-budget rows once; what
+/// the decomposition phase was told.
+pub const SENT_BACK_FILE: &str = "logs/plan-sent-back.md";
 
 /// What was read of one task folder.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +35,10 @@ pub struct Snapshot {
     pub stop: Option<String>,
     /// Whether a `subtasks/` folder exists.
     pub has_subtasks_dir: bool,
+    /// `logs/plan-sent-back.md` is there ([`SENT_BACK_FILE`]): the plan went back to the
+    /// decomposition phase once. Looked for only where it can matter: a top folder's logs, no
+    /// DECOMPOSITION.md, nothing past SPEC.md.
+    pub sent_back: bool,
     /// Whether the listing said `subtasks` is a folder (not a link to one: that needs a stat).
     pub subtasks_is_dir: bool,
     /// Whether `.state.inputs` exists (the inputs each phase was given, for staleness).
@@ -237,6 +244,9 @@ pub fn read_snapshot_in(
     if snap.artifacts.contains(Artifact::Decomposition) {
         snap.plan = text_of(Artifact::Decomposition).map(|t| parse_decomposition(&t));
     }
+    snap.sent_back = snap.has_logs
+        && snap.artifacts.highest() <= Some(Artifact::Spec)
+        && dir.join(SENT_BACK_FILE).exists();
     if control.contains(&STATE_FILE) {
         // One word is expected; a huge file is not read whole.
         match cache.bytes(STATE_ID, &dir.join(STATE_FILE), 256) {

@@ -748,6 +748,7 @@ fn decide_node(nodes: &mut [TaskNode], i: usize, config: &PhaseConfig) {
             .and_then(|o| State::parse(&o.start)),
         stop: node.snap.stop.as_deref(),
         depth: node.depth,
+        sent_back: node.snap.sent_back,
     };
     let decision = decide(&facts, config);
     nodes[i].decision = decision.into();

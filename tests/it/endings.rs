@@ -503,7 +503,8 @@ fn strict_wave_barrier_waits_for_all_of_wave_one() {
 }
 
 /// An agent whose research writes a plan with one row over an 8k budget; the decomposition
-/// phase splits it (or, with SAME=1, writes the same plan again).
+/// phase splits it (or, with SAME=1, writes the same plan again; with MALFORMED=1, a table
+/// with a bad wave, and fails).
 const BUDGET_AGENT: &str = r#"set -u
 cat > /dev/null
 echo "$AUTOMATON_TASK $AUTOMATON_PHASE" >> "$AUTOMATON_PROJECT/runs.log"
@@ -516,6 +517,8 @@ case "$AUTOMATON_TASK:$AUTOMATON_PHASE" in
   tasks/p:decomposition)
     if [ "${SAME:-0}" = 1 ]; then
       printf '%s\n| big | 1 | - | 20k |\n| small | 1 | - | 4k |\n' "$head" > "$AUTOMATON_ARTIFACT"
+    elif [ "${MALFORMED:-0}" = 1 ]; then
+      printf '%s\n| big-1 | one | - | 6k |\n' "$head" > "$AUTOMATON_ARTIFACT"; exit 1
     else
       printf '%s\n| big-1 | 1 | - | 6k |\n| big-2 | 1 | - | 6k |\n| small | 1 | - | 4k |\n' "$head" > "$AUTOMATON_ARTIFACT"
     fi ;;
@@ -578,4 +581,43 @@ fn an_over_budget_plan_goes_back_to_decomposition_once() {
         ));
     assert_eq!(decomposition_runs(&q), 1);
     assert_eq!(q.read("tasks/p/subtasks/big/.state"), "complete\n");
+}
+
+/// A plan sent back whose re-plan fails is retried as announced and then stops for a person:
+/// the task never goes on as a plain task without its sub-tasks (its failed plan was set aside
+/// for the retry, so nothing on disk but the sent-back mark says it is a planned task).
+#[test]
+fn a_replan_that_keeps_failing_stops_and_never_drops_the_plan() {
+    let p = budget_project();
+    p.write(
+        ".automaton/config.md",
+        format!(
+            "{NO_DESIGN}\n## Limits\n- **Retries**: 1\n- **Retry backoff**: 50ms\n\n\
+             ## VRAM Configuration\n- **Auto-detect**: No\n- **Max peak context per sub-task**: 8k tokens\n"
+        ),
+    );
+    let out = p
+        .orchestrate_cmd()
+        .env_remove("AUTOMATON_RETRIES")
+        .env("MALFORMED", "1")
+        .args(["--agent", "sh budget-agent.sh", "p"])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(12), "{text}");
+    assert!(text.contains("retry 1 of 1"), "{text}");
+    assert_eq!(decomposition_runs(&p), 2, "announced retry ran: {text}");
+    let runs = p.read("runs.log");
+    assert!(
+        !runs.lines().any(|l| l.starts_with("tasks/p ")
+            && !l.ends_with("research")
+            && !l.ends_with("decomposition")),
+        "the task went on as a plain task:\n{runs}"
+    );
+    assert!(!p.join("tasks/p/IMPLEMENTATION.md").exists());
+    assert_eq!(p.read("tasks/p/.state"), "human_intervention\n", "{text}");
 }
