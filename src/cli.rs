@@ -82,7 +82,8 @@ pub enum Command {
     /// Set a task back to a phase: that phase's artifact and every later one move to
     /// logs/superseded/<n>/, and `orchestrate` builds them again
     Rerun(RerunArgs),
-    /// Set up a project: write a commented .automaton/.agent.md and .automaton/config.md
+    /// Set up a project: write a commented .automaton/.agent.md and .automaton/config.md, and
+    /// add automaton's ignore rules (lock, caches, worktrees, task logs) to .gitignore
     Init(InitArgs),
     /// Print a shell completion script (e.g. `automaton completions bash > ~/.local/share/bash-completion/completions/automaton`)
     Completions(CompletionsArgs),
