@@ -233,7 +233,8 @@ pub struct StatusArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
-    /// Create a task folder with a .state file (the `status.py --create-task` of the seeds)
+    /// Create a task folder by hand, with a .state file: it starts at `--at` (default new),
+    /// and `orchestrate` drives it from there
     Create(TaskCreateArgs),
 }
 

@@ -907,8 +907,11 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
             if options.contains(&t.as_str()) {
                 Value::Text(t)
             } else {
+                let hint = diagnose::nearest(&t, options.iter().copied())
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
                 return Err(format!(
-                    "one of {}, not `{}`",
+                    "one of {}, not `{}`{hint}",
                     options.join(", "),
                     raw.trim()
                 ));
