@@ -165,6 +165,12 @@ fn a_misspelled_agent_kind_gets_a_did_you_mean() {
         .arg("config")
         .assert()
         .stderr(predicate::str::contains("(did you mean `codex`?)"));
+    // A CLI that runs as a plain command is told how.
+    p.write(".automaton/.agent.md", "## Agent\n- **Agent**: gemini\n");
+    p.cmd().arg("config").assert().stderr(predicate::str::contains(
+        "not `gemini` (Gemini CLI runs as `command`: `automaton init --agent gemini` writes its \
+         `Agent command`)",
+    ));
     // Nothing near: no guess.
     p.write(".automaton/.agent.md", "## Agent\n- **Agent**: gpt\n");
     p.cmd()
