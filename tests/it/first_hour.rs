@@ -907,6 +907,7 @@ fn init_files_snapshot() {
         );
         if agent == "command" {
             insta::assert_snapshot!("init_config_md", p.read(".automaton/config.md"));
+            insta::assert_snapshot!("init_gitignore", p.read(".gitignore"));
         }
     }
 }
