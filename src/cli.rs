@@ -82,7 +82,8 @@ pub enum Command {
     /// Set a task back to a phase: that phase's artifact and every later one move to
     /// logs/superseded/<n>/, and `orchestrate` builds them again
     Rerun(RerunArgs),
-    /// Set up a project: write a commented .automaton/.agent.md and .automaton/config.md
+    /// Set up a project: write a commented .automaton/.agent.md and .automaton/config.md, and
+    /// add automaton's ignore rules (lock, caches, worktrees, task logs) to .gitignore
     Init(InitArgs),
     /// Print a shell completion script (e.g. `automaton completions bash > ~/.local/share/bash-completion/completions/automaton`)
     Completions(CompletionsArgs),
@@ -232,7 +233,8 @@ pub struct StatusArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
-    /// Create a task folder with a .state file (the `status.py --create-task` of the seeds)
+    /// Create a task folder by hand, with a .state file: it starts at `--at` (default new),
+    /// and `orchestrate` drives it from there
     Create(TaskCreateArgs),
 }
 

@@ -11,11 +11,23 @@ pub fn is_kebab(s: &str) -> bool {
         })
 }
 
-/// A kebab-case name from a description: "Add user auth!" -> `add-user-auth`. Long
-/// descriptions are cut at a word boundary near 60 characters. May be empty.
+/// A kebab-case name from a description: "Add user auth!" -> `add-user-auth`. Letters and
+/// digits of other scripts are transliterated first ("Ünïcödé" -> `unicode`, "Москва" ->
+/// `moskva`); symbols and emoji separate words as punctuation does. Long descriptions are cut
+/// at a word boundary near 60 characters. May be empty.
 pub fn kebab(description: &str) -> String {
+    let mut ascii = String::with_capacity(description.len());
+    for c in description.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else if c.is_alphanumeric() {
+            ascii.push_str(deunicode::deunicode_char(c).unwrap_or(" "));
+        } else {
+            ascii.push(' ');
+        }
+    }
     let mut out = String::new();
-    for word in description
+    for word in ascii
         .split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|w| !w.is_empty())
     {
@@ -95,6 +107,9 @@ mod tests {
         assert_eq!(kebab("add user auth"), "add-user-auth");
         assert_eq!(kebab("  Add User-Auth!! (v2) "), "add-user-auth-v2");
         assert_eq!(kebab("!!!"), "");
+        assert_eq!(kebab("Ünïcödé — fix the ❤ bug!"), "unicode-fix-the-bug");
+        assert_eq!(kebab("Straße in Москва"), "strasse-in-moskva");
+        assert_eq!(kebab("🦄🦄"), "");
         assert!(kebab(&"word ".repeat(40)).len() <= 60);
         assert!(
             is_kebab("a-1")

@@ -1,5 +1,6 @@
 //! `automaton init`: write a commented `.automaton/.agent.md` and `.automaton/config.md` for
-//! one agent CLI, never replacing a file that exists, and say what to run next.
+//! one agent CLI, never replacing a file that exists, add automaton's ignore rules to the
+//! project's `.gitignore`, and say what to run next.
 
 use super::{out, project};
 use crate::cli::{InitAgent, InitArgs};
@@ -57,6 +58,7 @@ pub fn init_command(flag: Option<&Path>, args: &InitArgs) -> super::Result<u8> {
         files.push((DEMO_AGENT_REL, DEMO_AGENT.to_string()));
     }
     let (mut written, mut kept) = (Vec::new(), Vec::new());
+    let ignore = write_ignore_rules(&target)?;
     for (rel, text) in &files {
         if crate::fsx::create_atomic(&target.join(rel), text.as_bytes()).map_err(|e| {
             super::Error::Input(format!("cannot write {}: {e}", target.join(rel).display()))
@@ -85,6 +87,7 @@ pub fn init_command(flag: Option<&Path>, args: &InitArgs) -> super::Result<u8> {
             "detected": detected.as_ref().map(|p: &PathBuf| p.display().to_string()),
             "written": written,
             "kept": kept,
+            "ignore_rules": { "file": GITIGNORE, "action": ignore.word() },
             "next": next,
         });
         out::println(serde_json::to_string_pretty(&doc)?)?;
@@ -106,6 +109,12 @@ pub fn init_command(flag: Option<&Path>, args: &InitArgs) -> super::Result<u8> {
     for rel in &kept {
         out::println(format_args!("  kept  {rel} (it exists; not overwritten)"))?;
     }
+    out::println(format_args!("  {}", ignore.line()))?;
+    out::println(
+        "\nIn git: commit .gitignore, .automaton/ (the settings) and tasks/ (the tasks' record).\n\
+         The ignore rules (the lock, caches, worktrees, each task's logs and run state) are in\n\
+         .gitignore, not .git/info/exclude, so that every clone and CI runner ignores the same files.",
+    )?;
     if let Some(parent) = parent_project {
         eprintln!(
             "note: {} is a project already; {} is now one of its own",
@@ -118,6 +127,108 @@ pub fn init_command(flag: Option<&Path>, args: &InitArgs) -> super::Result<u8> {
         out::println(format_args!("  {cmd}"))?;
     }
     Ok(exit::OK)
+}
+
+/// The project's ignore file. `.gitignore` rather than `.git/info/exclude`: the rules travel
+/// with the repository to every clone and CI runner, they work in a sub-folder of a monorepo
+/// and before `git init`, and a person sees them.
+const GITIGNORE: &str = ".gitignore";
+
+/// The first line of automaton's block in `.gitignore`: a file that holds it is left alone.
+const IGNORE_MARK: &str = "# automaton: files it writes that are not the project's record";
+
+/// What automaton writes that does not belong in git: the lock, its caches and worktrees, and
+/// of each task folder (at any depth, in both roots) what is derived from the artifacts or
+/// belongs to one machine's runs. What stays tracked: `.automaton/`'s settings, and each task's
+/// `TASK.md`, artifacts, `.origin`, `.state.approvals`, `.state.frozen`, `.state.inputs`,
+/// `PARENT_SPEC.md`, `VRAM_CONFIG.md` and `subtasks/`.
+fn ignore_rules() -> String {
+    use crate::store::{isolation, task_files};
+    let mut s = format!(
+        "{IGNORE_MARK}\n\
+         # (the lock, caches, worktrees, and of each task its logs and run state; the README's\n\
+         # \"What to commit\" says why)\n"
+    );
+    let worktrees = format!("{}/", crate::run::isolation::WORKTREES_DIR);
+    for rel in [
+        ".automaton/lock",
+        crate::store::vram_cache::CACHE_REL,
+        ".automaton/.agent_model.json",
+        crate::task::index::INDEX_FILE,
+        &worktrees,
+    ] {
+        s.push_str(&format!("/{rel}\n"));
+    }
+    for root in crate::names::ROOTS {
+        for rel in [
+            "logs/",
+            task_files::STATE_FILE,
+            task_files::STOP_FILE,
+            task_files::INCOMPLETE_FILE,
+            isolation::ISOLATION_FILE,
+        ] {
+            s.push_str(&format!("/{root}/**/{rel}\n"));
+        }
+    }
+    s.push_str(&format!(
+        "{}*\n{}*\n",
+        crate::fsx::TEMP_PREFIX,
+        crate::fsx::OLD_SPARE_PREFIX
+    ));
+    s
+}
+
+/// What `init` did to the ignore file.
+#[derive(Debug, Clone, Copy)]
+enum IgnoreRules {
+    Wrote,
+    Added,
+    Kept,
+}
+
+impl IgnoreRules {
+    fn word(self) -> &'static str {
+        match self {
+            IgnoreRules::Wrote => "wrote",
+            IgnoreRules::Added => "added",
+            IgnoreRules::Kept => "kept",
+        }
+    }
+
+    fn line(self) -> String {
+        match self {
+            IgnoreRules::Wrote => format!("wrote {GITIGNORE} (automaton's ignore rules)"),
+            IgnoreRules::Added => format!("added automaton's ignore rules to {GITIGNORE}"),
+            IgnoreRules::Kept => format!("kept  {GITIGNORE} (it has automaton's ignore rules)"),
+        }
+    }
+}
+
+/// Add automaton's block to `<target>/.gitignore` unless it holds it already (the file is
+/// otherwise kept as it is, the block appended).
+fn write_ignore_rules(target: &Path) -> super::Result<IgnoreRules> {
+    let path = target.join(GITIGNORE);
+    let cannot =
+        |e: std::io::Error| super::Error::Input(format!("cannot write {}: {e}", path.display()));
+    if crate::fsx::create_atomic(&path, ignore_rules().as_bytes()).map_err(cannot)? {
+        return Ok(IgnoreRules::Wrote);
+    }
+    let text = crate::fsx::read_to_string(&path).map_err(cannot)?;
+    if text.lines().any(|l| l.trim() == IGNORE_MARK) {
+        return Ok(IgnoreRules::Kept);
+    }
+    let mut new = text;
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    if !new.is_empty() {
+        new.push('\n');
+    }
+    new.push_str(&ignore_rules());
+    // Through a symbolic link to the file it names, which stays a link.
+    let real = std::fs::canonicalize(&path).map_err(cannot)?;
+    crate::fsx::write_atomic(&real, new.as_bytes()).map_err(cannot)?;
+    Ok(IgnoreRules::Added)
 }
 
 fn next_commands(agent: InitAgent, prefix: &str) -> Vec<String> {

@@ -56,6 +56,31 @@ fn phase_logs(logs: &Path) -> Vec<PhaseLog> {
         .collect()
 }
 
+/// The words `--phase` takes: the phases, and the verify and set-up checks, which write logs of
+/// their own.
+fn log_stems() -> Vec<&'static str> {
+    let mut stems: Vec<&str> = crate::state::Phase::ALL.iter().map(|p| p.word()).collect();
+    stems.extend(["verify", "setup"]);
+    stems
+}
+
+/// The log stem `--phase` names (`test-design`, `Test design` and `test_design` are one), or a
+/// usage error listing the words it takes.
+fn log_stem(word: &str) -> super::Result<String> {
+    let stem = word.trim().to_ascii_lowercase().replace([' ', '-'], "_");
+    let stems = log_stems();
+    if stems.contains(&stem.as_str()) {
+        return Ok(stem);
+    }
+    let hint = crate::settings::diagnose::nearest(&stem, stems.iter().copied())
+        .map(|n| format!("did you mean `{n}`? "))
+        .unwrap_or_default();
+    Err(Error::Usage(format!(
+        "`{word}` is not a phase: {hint}--phase takes one of {}",
+        stems.join(", ")
+    )))
+}
+
 /// The latest log: of `phase` when given (highest attempt), else the last written.
 fn latest(logs: &[PhaseLog], phase: Option<&str>) -> Option<usize> {
     (0..logs.len())
@@ -72,6 +97,7 @@ pub fn logs_command(ctx: &Ctx, args: &LogsArgs) -> super::Result<u8> {
         phase,
         follow,
     } = args;
+    let phase = phase.as_deref().map(log_stem).transpose()?;
     let rel = names::task_path(task).map_err(Error::Input)?;
     let dir = ctx.project.join(&rel);
     if !dir.is_dir() {

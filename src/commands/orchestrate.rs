@@ -382,8 +382,34 @@ fn check_agent_program(
     } else {
         format!("install `{program}` or correct the setting")
     };
+    // A word with a `/` is a path, never looked up on PATH: say what is wrong with the file.
+    let (what, hint) = if program.contains('/') {
+        // `components` drops the `.` of `./agent.sh`.
+        let file: std::path::PathBuf = project.join(&program).components().collect();
+        let at = file.display();
+        let fix = "correct the path (a relative one is read from the project folder)";
+        match std::fs::metadata(&file) {
+            Err(_) => (
+                format!("the agent program `{program}` is a missing file (there is no {at})"),
+                fix.to_string(),
+            ),
+            Ok(m) if m.is_dir() => (
+                format!("the agent program `{program}` is a folder ({at}), not a program"),
+                fix.to_string(),
+            ),
+            Ok(_) => (
+                format!("the agent program `{program}` is not executable ({at})"),
+                "`chmod +x` it, or run it with `sh`".to_string(),
+            ),
+        }
+    } else {
+        (
+            format!("the agent program `{program}` was not found on PATH"),
+            hint,
+        )
+    };
     Err(Error::AgentNotFound(format!(
-        "the agent program `{program}` was not found on PATH: `- **{}**: {shown}` ({}) runs \
+        "{what}: `- **{}**: {shown}` ({}) runs \
              `{line}`; {hint} (`automaton config` shows every setting and where it came from). \
              Nothing ran and no task changed state.",
         setting.spec.key,

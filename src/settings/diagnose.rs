@@ -8,7 +8,7 @@ use super::{KEYS, KeySpec, SettingsFile};
 
 /// The nearest of `candidates` to `word` (case-insensitive), if it is close enough to be a
 /// slip of the keyboard: at most one edit for short words, two from 8 characters, three from
-/// 16.
+/// 16 (an edit: a letter added, dropped, changed, or two neighbours swapped, `desing`).
 pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let w = word.trim().to_ascii_lowercase();
     let limit = match w.chars().count() {
@@ -19,7 +19,7 @@ pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     };
     candidates
         .into_iter()
-        .map(|c| (strsim::levenshtein(&w, &c.to_ascii_lowercase()), c))
+        .map(|c| (strsim::osa_distance(&w, &c.to_ascii_lowercase()), c))
         .filter(|(d, _)| *d <= limit)
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)

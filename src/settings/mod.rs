@@ -907,8 +907,18 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
             if options.contains(&t.as_str()) {
                 Value::Text(t)
             } else {
+                let hint = if *options == crate::agent_kind::AgentKind::WORDS && t == "gemini" {
+                    // A CLI automaton runs as a plain command, with no adapter of its own.
+                    " (Gemini CLI runs as `command`: `automaton init --agent gemini` writes its \
+                     `Agent command`)"
+                        .to_string()
+                } else {
+                    diagnose::nearest(&t, options.iter().copied())
+                        .map(|n| format!(" (did you mean `{n}`?)"))
+                        .unwrap_or_default()
+                };
                 return Err(format!(
-                    "one of {}, not `{}`",
+                    "one of {}, not `{}`{hint}",
                     options.join(", "),
                     raw.trim()
                 ));

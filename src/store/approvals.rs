@@ -70,12 +70,47 @@ pub fn sha256_file(path: &Path) -> Option<String> {
     crate::fsx::read(path).ok().map(|b| sha256_hex(&b))
 }
 
-/// Who is deciding: `$USER`, else `$LOGNAME`, else `unknown`.
+/// Who is deciding: `$USER`, else `$LOGNAME`, else the name of the account the process runs
+/// as (CI, cron and containers often set neither variable), else `unknown`.
 pub fn who() -> String {
     ["USER", "LOGNAME"]
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.trim().is_empty()))
+        .or_else(account_name)
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// The login name of the real user id, from the password database (`getpwuid_r`); `None` when
+/// the uid has no entry (a container's arbitrary uid) or the name is empty.
+fn account_name() -> Option<String> {
+    let uid = rustix::process::getuid().as_raw();
+    let mut buf = vec![0u8; 1024];
+    loop {
+        // SAFETY: `pwd` and `buf` outlive the call; on success `pw_name` points into `buf`,
+        // which is read before either is dropped or reused.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = unsafe {
+            libc::getpwuid_r(
+                uid,
+                &mut pwd,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc == libc::ERANGE && buf.len() < 1 << 20 {
+            buf.resize(buf.len() * 4, 0);
+            continue;
+        }
+        if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+            return None;
+        }
+        // SAFETY: a successful getpwuid_r leaves a NUL-terminated name in `buf`.
+        let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+        let name = name.to_string_lossy().trim().to_string();
+        return (!name.is_empty()).then_some(name);
+    }
 }
 
 /// Unix seconds as RFC 3339 UTC.

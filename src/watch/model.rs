@@ -442,8 +442,12 @@ impl Model {
                 t.running += 1;
             }
             if let Some(u) = &i.view.usage {
-                t.tokens += u.tokens.unwrap_or(0);
-                t.cost += u.cost_usd.unwrap_or(0.0);
+                if let Some(n) = u.tokens {
+                    *t.tokens.get_or_insert(0) += n;
+                }
+                if let Some(c) = u.cost_usd {
+                    *t.cost.get_or_insert(0.0) += c;
+                }
             }
         }
         t
@@ -457,8 +461,11 @@ pub struct Totals {
     pub human: usize,
     pub blocked: usize,
     pub running: usize,
-    pub tokens: u64,
-    pub cost: f64,
+    /// The tokens the agents reported, summed; `None` when no task's agent reported any (an
+    /// agent that reports no usage is not one that used none).
+    pub tokens: Option<u64>,
+    /// The cost in US dollars, likewise.
+    pub cost: Option<f64>,
 }
 
 /// `tasks/x` -> (0, "x"); `.automaton/tasks/x` -> (1, "x").

@@ -194,24 +194,42 @@ fn header_lines(model: &Model, ui: &Ui, note: Option<&str>) -> Vec<Line<'static>
         ]),
         Line::from(drive),
         Line::from(format!(
-            "{} tasks · {} complete · {} running · {} human · {} blocked · {} tokens · ${:.2}",
-            t.tasks,
+            "{} · {} complete · {} running · {} human · {} blocked · {}",
+            count(t.tasks, "task"),
             t.complete,
             t.running,
             t.human,
             t.blocked,
-            thousands(t.tokens),
-            t.cost
+            usage(t.tokens, t.cost)
         )),
     ];
     let warnings = model.warnings();
     if let Some(last) = warnings.last() {
         lines.push(Line::from(Span::styled(
-            format!("⚠ {} warning(s); last: {last}", warnings.len()),
+            format!("⚠ {}; last: {last}", count(warnings.len(), "warning")),
             ui.style(Style::new().fg(Color::Yellow)),
         )));
     }
     lines
+}
+
+/// `1 task`, `7 tasks`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The project's usage as the agents reported it: what no agent reported is unknown, never 0.
+fn usage(tokens: Option<u64>, cost: Option<f64>) -> String {
+    match (tokens, cost) {
+        (None, None) => "usage unknown".to_string(),
+        (Some(n), Some(c)) => format!("{} tokens · ${c:.2}", thousands(n)),
+        (Some(n), None) => format!("{} tokens · cost unknown", thousands(n)),
+        (None, Some(c)) => format!("tokens unknown · ${c:.2}"),
+    }
 }
 
 const WIDTHS: [Constraint; 7] = [
@@ -251,12 +269,23 @@ fn draw_table(frame: &mut Frame, area: Rect, model: &Model, ui: &mut Ui) {
         "TASK", "STATE", "PHASE", "ELAPSED", "TOKENS", "COST", "NOTE",
     ])
     .style(ui.style(Style::new().add_modifier(Modifier::BOLD)));
-    let title = format!(
-        " tasks {}-{} of {} ",
-        ui.offset + 1.min(end),
-        end,
-        model.rows.len()
-    );
+    // Counted in tasks, as the header counts them: wave labels and sub-tasks not created yet
+    // are rows, not tasks.
+    let is_task = |r: &Row| matches!(r, Row::Task(..));
+    let before = model.rows[..ui.offset.min(end)]
+        .iter()
+        .filter(|r| is_task(r))
+        .count();
+    let shown = model.rows[ui.offset.min(end)..end]
+        .iter()
+        .filter(|r| is_task(r))
+        .count();
+    let total = model.rows.iter().filter(|r| is_task(r)).count();
+    let title = match shown {
+        0 => format!(" {} ", count(total, "task")),
+        1 => format!(" task {} of {total} ", before + 1),
+        _ => format!(" tasks {}-{} of {total} ", before + 1, before + shown),
+    };
     frame.render_widget(
         Table::new(rows, WIDTHS)
             .header(header)

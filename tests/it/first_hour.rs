@@ -74,6 +74,11 @@ fn init_in_an_empty_folder_writes_commented_settings_and_never_overwrites() {
         assert!(text.contains(&format!("wrote {f}")), "{text}");
         assert!(p.join(f).is_file(), "{f}");
     }
+    assert!(
+        text.contains("  wrote .gitignore (automaton's ignore rules)\n"),
+        "{text}"
+    );
+    assert!(p.read(".gitignore").contains("\n/.automaton/lock\n"));
     // The next two commands, runnable from here.
     assert!(
         text.contains(
@@ -226,6 +231,10 @@ fn init_json_lists_files_agent_and_next_commands() {
     assert_eq!(doc["agent"], "claude");
     assert_eq!(doc["written"], serde_json::json!([".automaton/.agent.md"]));
     assert_eq!(doc["kept"], serde_json::json!([".automaton/config.md"]));
+    assert_eq!(
+        doc["ignore_rules"],
+        serde_json::json!({"file": ".gitignore", "action": "wrote"})
+    );
     assert_eq!(doc["next"].as_array().unwrap().len(), 2);
     assert!(doc["next"][0].as_str().unwrap().contains("orchestrate"));
     assert_eq!(p.read(".automaton/config.md"), "# mine\n");
@@ -311,6 +320,164 @@ fn init_then_the_demo_agent_completes_a_task_in_a_git_repository() {
         .success()
         .stdout("merged automaton/add-a-greeting into main (fast-forward)\n");
     assert!(p.read("greeting.sh").contains("Hello"));
+}
+
+/// `init` writes the ignore rules into `.gitignore` (appended to the user's own, once), and
+/// after a whole task in a fresh git repository `git status` shows only what the README says
+/// to commit: the settings, `.gitignore` and each task's request, artifacts and records; not
+/// the lock, the caches, the worktrees, the logs or the run state.
+#[test]
+fn init_ignore_rules_leave_only_the_record_for_git_after_a_whole_task() {
+    let p = Project::new();
+    assert_no_project_above(p.path());
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(p.path())
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        stdout(&out)
+    };
+    git(&["init", "--quiet", "-b", "main"]);
+    p.write("README.md", "# app\n");
+    // The user's own rules, without a final newline: kept, automaton's appended after them.
+    p.write(".gitignore", "target/");
+    git(&["add", "README.md", ".gitignore"]);
+    git(&["commit", "--quiet", "-m", "init"]);
+    let none = bin_with(&[]);
+    let out = bare(&p, p.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", none.path().display()))
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("  added automaton's ignore rules to .gitignore\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("In git: commit .gitignore, .automaton/ (the settings) and tasks/"),
+        "{text}"
+    );
+    assert!(text.contains("not .git/info/exclude"), "{text}");
+    let ignore = p.read(".gitignore");
+    assert!(
+        ignore.starts_with("target/\n\n# automaton: "),
+        "the user's rules first: {ignore}"
+    );
+    // A second init keeps the file as it is.
+    let out = bare(&p, p.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", none.path().display()))
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&out).contains("  kept  .gitignore (it has automaton's ignore rules)\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(p.read(".gitignore"), ignore, "never a second block");
+    // As init says: commit the settings and the rules.
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(
+        status,
+        " M .gitignore\n?? .automaton/.agent.md\n?? .automaton/config.md\n?? .automaton/demo-agent.sh\n"
+    );
+    git(&["add", ".gitignore", ".automaton"]);
+    git(&["commit", "--quiet", "-m", "automaton settings"]);
+
+    bare(&p, p.path())
+        .args([
+            "orchestrate",
+            "-q",
+            "--agent",
+            "sh \"$AUTOMATON_PROJECT/.automaton/demo-agent.sh\"",
+            "add a greeting",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("ORCHESTRATION_COMPLETE"));
+    // The VRAM probe's cache.
+    bare(&p, p.path()).arg("detect-vram").assert().success();
+    // What automaton left that git must not take does exist: the rules are what hides it.
+    for f in [
+        ".automaton/lock",
+        ".automaton/.vram_cache.json",
+        ".automaton/worktrees/add-a-greeting",
+        "tasks/add-a-greeting/.state",
+        "tasks/add-a-greeting/.isolation",
+        "tasks/add-a-greeting/logs/journal.jsonl",
+    ] {
+        assert!(p.join(f).exists(), "{f} should exist after the run");
+    }
+    let t = "tasks/add-a-greeting";
+    let mut expected = Vec::new();
+    for f in [
+        ".state.frozen",
+        ".state.inputs",
+        "ADVERSARIAL_BUG_REPORT.md",
+        "BUG_REPORT.md",
+        "DESIGN.md",
+        "DOC_REVIEW.md",
+        "IMPLEMENTATION.md",
+        "SPEC.md",
+        "TASK.md",
+        "TEST_PLAN.md",
+        "VERDICT.md",
+    ] {
+        expected.push(format!("?? {t}/{f}"));
+    }
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(status.lines().collect::<Vec<_>>(), expected, "{status}");
+    // What this run did not write is covered as well: other caches, a sub-task's logs and run
+    // state at any depth, in both task roots; and a sub-task's record is not.
+    let ignored = |rel: &str| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(p.path())
+            .args(["check-ignore", "-q", rel])
+            .status()
+            .unwrap()
+            .success()
+    };
+    for rel in [
+        ".automaton/.index",
+        ".automaton/.agent_model.json",
+        "tasks/a/.stop",
+        "tasks/a/.incomplete",
+        "tasks/a/subtasks/b/logs/design-1.log",
+        "tasks/a/subtasks/b/subtasks/c/.state",
+        ".automaton/tasks/z/.isolation",
+        ".automaton/tasks/z/logs/journal.jsonl",
+        "tasks/a/.automaton-tmp-x1",
+    ] {
+        assert!(ignored(rel), "{rel} should be ignored");
+    }
+    for rel in [
+        "tasks/a/.origin",
+        "tasks/a/.state.approvals",
+        "tasks/a/subtasks/b/PARENT_SPEC.md",
+        "tasks/a/subtasks/b/VRAM_CONFIG.md",
+        "tasks/a/DECOMPOSITION.md",
+        ".automaton/tasks/z/SPEC.md",
+        "src/logs/main.rs",
+        "src/.state",
+    ] {
+        assert!(!ignored(rel), "{rel} belongs in git");
+    }
+    // The work itself is on the task's branch, and comes over with `merge`; still nothing of
+    // automaton's own files shows.
+    bare(&p, p.path())
+        .args(["merge", "tasks/add-a-greeting"])
+        .assert()
+        .success();
+    assert!(p.read("greeting.sh").contains("Hello"));
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(status.lines().collect::<Vec<_>>(), expected, "{status}");
 }
 
 // ---- 2. project discovery ----
@@ -740,6 +907,7 @@ fn init_files_snapshot() {
         );
         if agent == "command" {
             insta::assert_snapshot!("init_config_md", p.read(".automaton/config.md"));
+            insta::assert_snapshot!("init_gitignore", p.read(".gitignore"));
         }
     }
 }

@@ -64,8 +64,8 @@ fn once_frame_shows_waves_blocked_human_usage_and_warnings() {
 automaton watch <project>
 run: no automaton drives this project · jobs 0/4
 5 tasks · 1 complete · 0 running · 1 human · 1 blocked · 2,013,345 tokens · $12.75
-⚠ 1 warning(s); last: tasks/docs/.state: unknown state `nonsense` (ignored; the artifacts decide)
-┌ tasks 1-8 of 8 ────────────────────────────────────────────────────────────────────────────────────────────┐
+⚠ 1 warning; last: tasks/docs/.state: unknown state `nonsense` (ignored; the artifacts decide)
+┌ tasks 1-5 of 5 ────────────────────────────────────────────────────────────────────────────────────────────┐
 │TASK                     STATE              PHASE            ELAPSED TOKENS    COST    NOTE                 │
 │auth                     decomposition      subtasks                                   waiting on b, d      │
 │  wave 1                                                                                                    │
@@ -89,6 +89,56 @@ run: no automaton drives this project · jobs 0/4
     assert_eq!(frame, expected, "frame:\n{frame}");
     // Reads only: nothing was written into the project (no lock, no cache).
     assert!(!p.join(".automaton").exists());
+}
+
+/// The header and the table's title count the same tasks (wave labels and sub-tasks not
+/// created yet are rows, not tasks), a single one as "1 task"; and an agent that reports no
+/// usage is shown as unknown usage, not as 0 tokens and $0.00.
+#[test]
+fn once_frame_counts_agree_and_unreported_usage_is_unknown() {
+    let p = Project::new();
+    p.write("tasks/solo/SPEC.md", "x").write(
+        "tasks/solo/logs/journal.jsonl",
+        "{\"v\":2,\"phase\":\"research\",\"seconds\":4}\n",
+    );
+    let frame = once(&p, "110x20");
+    let lines: Vec<&str> = frame.lines().collect();
+    assert_eq!(
+        lines[2], "1 task · 0 complete · 0 running · 0 human · 0 blocked · usage unknown",
+        "{frame}"
+    );
+    assert!(lines[3].starts_with("┌ task 1 of 1 ─"), "{frame}");
+    assert!(
+        !frame.contains("$0.00") && !frame.contains("0 tokens"),
+        "{frame}"
+    );
+    assert!(!frame.contains("1 tasks"), "{frame}");
+
+    // Tokens reported without a cost: the cost alone is unknown.
+    p.write(
+        "tasks/other/logs/journal.jsonl",
+        "{\"v\":2,\"phase\":\"research\",\"seconds\":4,\"tokens\":1500}\n",
+    );
+    let frame = once(&p, "110x20");
+    assert!(
+        frame.contains(
+            "2 tasks · 0 complete · 0 running · 0 human · 0 blocked · 1,500 tokens · cost unknown\n"
+        ),
+        "{frame}"
+    );
+    assert!(frame.contains("┌ tasks 1-2 of 2 ─"), "{frame}");
+
+    // A parent's plan rows: the title counts the two tasks, not the four rows.
+    let q = Project::new();
+    q.write("tasks/auth/SPEC.md", "x")
+        .write(
+            "tasks/auth/DECOMPOSITION.md",
+            "| Sub-task | Wave | Depends on | Estimated peak context |\n|---|---|---|---|\n| a | 1 | - | 6k |\n| b | 1 | - | 6k |\n",
+        )
+        .mkdir("tasks/auth/subtasks/a");
+    let frame = once(&q, "110x20");
+    assert!(frame.contains("\n2 tasks · "), "{frame}");
+    assert!(frame.contains("┌ tasks 1-2 of 2 ─"), "{frame}");
 }
 
 #[test]
