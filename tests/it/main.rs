@@ -55,4 +55,5 @@ mod reports;
 mod state_table;
 mod status;
 mod supervisor;
+mod waits;
 mod watch;
