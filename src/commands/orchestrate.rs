@@ -670,6 +670,55 @@ fn manual(
         tree.apply_gates(gates);
         tree
     };
+    let scope: Vec<usize> = (0..tree.nodes.len())
+        .filter(|i| match &named {
+            Some(rel) => {
+                let r = &tree.nodes[*i].rel;
+                r == rel || r.starts_with(&format!("{rel}/"))
+            }
+            None => true,
+        })
+        .collect();
+    let summary = Summary::of(&tree, scope.iter().copied());
+    let code = if summary.all_complete() {
+        exit::OK
+    } else if summary.waiting > 0 {
+        exit::NEEDS_HUMAN
+    } else {
+        exit::WAITING
+    };
+    if args.run.json {
+        // One JSON object on one line (a stream of one `manual` event): the tasks as
+        // `status --json` shows them, what was created, the summary and the exit code.
+        #[derive(serde::Serialize)]
+        struct ManualDoc<'a> {
+            event: &'static str,
+            tasks: Vec<report::TaskView>,
+            created: Vec<&'a str>,
+            summary: Summary,
+            exit_code: u8,
+        }
+        let mut created: Vec<&str> = new.clone();
+        if let Some(rel) = &named
+            && existed == Some(false)
+        {
+            created.push(rel);
+        }
+        let doc = ManualDoc {
+            event: "manual",
+            tasks: (0..tree.nodes.len())
+                .map(|i| report::task_view_mode(&tree, i, prefix, true))
+                .collect(),
+            created,
+            summary,
+            exit_code: code,
+        };
+        out::json_line(&doc)?;
+        if !new.is_empty() {
+            let _ = crate::detect::invalidate_cache(&ctx.project);
+        }
+        return Ok(code);
+    }
     out::print(render_report(&tree, prefix, false, true))?;
     if !new.is_empty() {
         let _ = crate::detect::invalidate_cache(&ctx.project);
@@ -686,24 +735,8 @@ fn manual(
             "\nCreated {rel}. Autopilot is disabled, so nothing ran: run its phases one at a time with\n  {prefix} orchestrate --task {rel} --step\n(or set `- **Autopilot**: Enabled` in .automaton/.agent.md)"
         ))?;
     }
-    let scope: Vec<usize> = (0..tree.nodes.len())
-        .filter(|i| match &named {
-            Some(rel) => {
-                let r = &tree.nodes[*i].rel;
-                r == rel || r.starts_with(&format!("{rel}/"))
-            }
-            None => true,
-        })
-        .collect();
-    let summary = Summary::of(&tree, scope.iter().copied());
     out::println(format_args!("\n{}\nORCHESTRATION_COMPLETE", summary.line()))?;
-    Ok(if summary.all_complete() {
-        exit::OK
-    } else if summary.waiting > 0 {
-        exit::NEEDS_HUMAN
-    } else {
-        exit::WAITING
-    })
+    Ok(code)
 }
 
 /// Whether a task folder holds nothing but `.state`, `.origin` and temp files.

@@ -446,6 +446,40 @@ fn a_step_that_reaches_a_gate_suggests_the_approval_and_is_not_complete() {
     );
 }
 
+/// `orchestrate --manual --json`, and `--json` with `Autopilot: Disabled`, print JSON.
+#[test]
+fn manual_mode_prints_json_when_asked() {
+    let p = project("", "");
+    assert_eq!(
+        run(&p, &["orchestrate", "add auth"], "referee=fail").code,
+        10
+    );
+    for (args, agent) in [
+        (&["orchestrate", "--manual", "--json"][..], ""),
+        (&["orchestrate", "--json"][..], "- **Autopilot**: Disabled"),
+    ] {
+        if !agent.is_empty() {
+            p.write(
+                ".automaton/.agent.md",
+                format!("# Agent\n\n## Agent\n{agent}\n"),
+            );
+        }
+        let ran = run(&p, args, "");
+        assert_eq!(ran.code, 19, "{}\n{}", ran.stdout, ran.stderr);
+        let lines: Vec<&str> = ran.stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", ran.stdout);
+        let doc: Value =
+            serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("{e}: {}", ran.stdout));
+        assert_eq!(doc["event"], "manual");
+        assert_eq!(doc["exit_code"], 19);
+        assert_eq!(doc["summary"]["waiting"], 1, "{doc:#}");
+        let t = task_of(&doc, TASK);
+        assert_eq!(t["waiting_for"], "person");
+        assert_eq!(t["decision"], "decide_verdict");
+        assert!(!ran.stdout.contains("**Task:"), "{}", ran.stdout);
+    }
+}
+
 /// Before `init`, `status` suggests `automaton init`, not `orchestrate "…"` (which refuses
 /// there with exit 66).
 #[test]
