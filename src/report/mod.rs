@@ -605,10 +605,11 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     if let Some(by) = &v.blocked_by {
         let _ = writeln!(out, "- **Blocked by**: {by} (did not pass)");
     }
-    // A stopped task says so twice already (`Human decision`, and its reason below).
-    if v.state != State::HumanIntervention.word()
-        && let Some(line) = v.wait().line()
-    {
+    // A stopped task says so twice already (`Human decision`, and its reason below), unless
+    // what it waits for is a sub-task's decision.
+    let own_stop = v.state == State::HumanIntervention.word()
+        && (v.waits_for.is_none() || v.waits_for == v.reason);
+    if !own_stop && let Some(line) = v.wait().line() {
         let _ = writeln!(out, "- **Waiting for**: {line}");
     }
     if let Some(s) = &v.subtasks {

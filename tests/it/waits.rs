@@ -352,6 +352,35 @@ fn the_suggested_command_always_moves_the_task_on() {
         ]
     );
 
+    // A frozen acceptance file changed at implement: approving accepts it.
+    let p = project("", "## Phases\n- **Design**: No\n- **Test design**: Yes");
+    let frozen = |p: &Project, args: &[&str], _: &str| {
+        let out = p
+            .cmd()
+            .env("AUTOMATON_AGENT", freezing_agent())
+            .env("AGENT_IMPLEMENT", "echo 'true' > tests/acceptance.sh")
+            .env("AUTOMATON_KILL_GRACE", "300ms")
+            .env("USER", "tester")
+            .env_remove("AGENT_BEHAVIOR")
+            .args(args)
+            .output()
+            .unwrap();
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    };
+    assert_eq!(frozen(&p, &["orchestrate", "add auth"], "").code, 26);
+    let steps = walk(&p, TASK, |_| "", |_| {}, frozen);
+    assert_eq!(
+        steps,
+        [
+            "automaton approve tasks/add-auth -> 0",
+            "automaton orchestrate --task tasks/add-auth -> 0",
+        ]
+    );
+
     // A budget: the person raises it (the documented action), then the command goes on.
     let p = budget_project("5k tokens");
     assert_eq!(run_budget(&p, &["orchestrate", "add auth"]).code, 27);
