@@ -473,6 +473,27 @@ fn a_step_that_reaches_a_gate_suggests_the_approval_and_is_not_complete() {
         "{}",
         ran.stdout
     );
+    // Step by step to the end: only the step that completes the task says so.
+    for n in 0.. {
+        assert!(n < 12, "never complete");
+        let ran = run(&p, &["orchestrate", "--step", "--task", TASK], "");
+        if ran.code == 0 {
+            assert!(
+                ran.stdout.ends_with(
+                    "Summary: 1 complete, 0 waiting for a person, 0 not started\nORCHESTRATION_COMPLETE\n"
+                ),
+                "{}",
+                ran.stdout
+            );
+            break;
+        }
+        assert_eq!(ran.code, 25, "{}\n{}", ran.stdout, ran.stderr);
+        assert!(
+            !ran.stdout.contains("ORCHESTRATION_COMPLETE"),
+            "{}",
+            ran.stdout
+        );
+    }
 }
 
 /// `orchestrate --manual --json`, and `--json` with `Autopilot: Disabled`, print JSON.
