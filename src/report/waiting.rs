@@ -217,7 +217,7 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
             let decision = match d.cause {
                 Some(Cause::Verdict) => PersonDecision::DecideVerdict,
                 Some(Cause::Subtasks) => {
-                    if let Some(w) = subtask_person(tree, i) {
+                    if let Some(w) = first_person(tree, child_waits(tree, i)) {
                         return w;
                     }
                     PersonDecision::ReviewStop
@@ -253,8 +253,9 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
     }
     if f.on_subtasks {
         // Only when none of its sub-tasks can go on: while one can, its drive runs it.
-        if !subtasks_can_go_on(tree, i)
-            && let Some(w) = subtask_person(tree, i)
+        let waits = child_waits(tree, i);
+        if !can_go_on(tree, i, &waits)
+            && let Some(w) = first_person(tree, waits)
         {
             return w;
         }
@@ -282,28 +283,41 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
     Wait::nothing()
 }
 
+/// What each sub-task of `i` waits for, in name order.
+fn child_waits(tree: &TaskTree, i: usize) -> Vec<(usize, Wait)> {
+    tree.nodes[i]
+        .children
+        .iter()
+        .map(|&c| (c, wait_of(tree, c)))
+        .collect()
+}
+
 /// Whether a drive of parent `i` would run one of its sub-tasks: one not created yet, or one
-/// that waits for nothing but its turn (or whose agent runs now).
-fn subtasks_can_go_on(tree: &TaskTree, i: usize) -> bool {
+/// its plan lists that waits for nothing but its turn (or whose agent runs now).
+fn can_go_on(tree: &TaskTree, i: usize, waits: &[(usize, Wait)]) -> bool {
     let node = &tree.nodes[i];
-    !node.decision.missing.is_empty()
-        || node.children.iter().any(|&c| {
+    let d = &node.decision;
+    d.missing
+        .iter()
+        .any(|m| !d.blocked.iter().any(|(name, _)| name == m))
+        || waits.iter().any(|(c, w)| {
             let listed = match &node.snap.plan {
-                Some(Ok(plan)) => plan.row(tree.nodes[c].name()).is_some(),
+                Some(Ok(plan)) => plan.row(tree.nodes[*c].name()).is_some(),
                 _ => true,
             };
             listed
-                && tree.nodes[c].state() != State::Complete
-                && matches!(wait_of(tree, c).on, WaitingFor::Nothing | WaitingFor::Agent)
+                && tree.nodes[*c].state() != State::Complete
+                && matches!(w.on, WaitingFor::Nothing | WaitingFor::Agent)
         })
 }
 
-/// The first sub-task of `i` (name order) that waits for a person: that person's wait, seen
-/// from the parent (`through` names the sub-task).
-fn subtask_person(tree: &TaskTree, i: usize) -> Option<Wait> {
-    tree.nodes[i].children.iter().find_map(|&c| {
-        let w = wait_of(tree, c);
-        w.is_person().then(|| Wait {
+/// The first of `waits` that is a person's: that person's wait, seen from the parent
+/// (`through` names the sub-task whose command is the way out).
+fn first_person(tree: &TaskTree, waits: Vec<(usize, Wait)>) -> Option<Wait> {
+    waits
+        .into_iter()
+        .find(|(_, w)| w.is_person())
+        .map(|(c, w)| Wait {
             why: Some(format!(
                 "{} waits for a person{}",
                 tree.nodes[c].rel,
@@ -315,7 +329,6 @@ fn subtask_person(tree: &TaskTree, i: usize) -> Option<Wait> {
             through: Some(w.through.unwrap_or(c)),
             ..w
         })
-    })
 }
 
 /// The sub-tasks of `i` (any depth) that wait for a person, each with its wait.
