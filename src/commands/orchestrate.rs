@@ -5,7 +5,7 @@ use super::{Ctx, Error, out};
 use crate::cli::OrchestrateArgs;
 use crate::exit;
 use crate::names;
-use crate::report::{self, Summary, phase_config, render_report, task_view};
+use crate::report::{self, Summary, WaitingFor, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::config::RunConfig;
 use crate::run::event::Event;
@@ -207,11 +207,22 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
             .map_or(rel.as_str(), |(p, _)| p),
         _ => rel.as_str(),
     };
-    let mut tree = last.unwrap_or_else(|| {
-        let mut tree = TaskTree::load_task(&ctx.project, shown_from, &config);
-        tree.apply_gates(&gates);
-        tree
-    });
+    // After a stop of the task or a step, read it again: the tree the drive last held may
+    // predate the stop (`.stop` written, a gate reached), and the report, the summary and the
+    // exit code must all say how it stands now.
+    let reread = match &outcome {
+        Outcome::Stopped { kind, .. } => kind.is_task_stop(),
+        Outcome::Stepped { .. } => true,
+        Outcome::Complete => false,
+    };
+    let mut tree = match last {
+        Some(tree) if !reread => tree,
+        _ => {
+            let mut tree = TaskTree::load_task(&ctx.project, shown_from, &config);
+            tree.apply_gates(&gates);
+            tree
+        }
+    };
     tree.waves = crate::run::wave_rules(run.cfg, run.isolation.is_some());
     tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
@@ -273,6 +284,10 @@ fn finish(
             let mut text = String::new();
             let mut view = report::task_view_mode(tree, i, prefix, step);
             if !reason {
+                // Printed once, at the end: not in the block, nor as why it waits.
+                if view.waits_for == view.reason {
+                    view.waits_for = None;
+                }
                 view.reason = None;
             }
             report::render_task(&view, !step, &mut text);
@@ -322,10 +337,26 @@ fn finish(
                 exit_code: exit::WAITING,
             });
             if human_out {
-                out::println(format_args!(
-                    "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step\nORCHESTRATION_COMPLETE"
-                ))
-                .or_else(out::closed_is_ok)?;
+                // The way on the task's view gives: another `--step`, or (at a gate, a
+                // sub-task's decision) the person's own action; never a step that stops again.
+                // `ORCHESTRATION_COMPLETE` is for a complete task only: not printed here.
+                let view = tree
+                    .find(rel)
+                    .map(|i| report::task_view_mode(tree, i, prefix, true));
+                let text = match view
+                    .as_ref()
+                    .filter(|v| v.waiting_for == WaitingFor::Person)
+                {
+                    Some(v) => format!(
+                        "One phase of {task} ran; {rel} now waits for {}; the way on:\n  {}",
+                        v.wait().line().unwrap_or_else(|| "a person".into()),
+                        v.command.as_deref().unwrap_or("(see the report above)")
+                    ),
+                    None => format!(
+                        "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step"
+                    ),
+                };
+                out::println(text).or_else(out::closed_is_ok)?;
             }
             return Ok(exit::WAITING);
         }
@@ -665,6 +696,55 @@ fn manual(
         tree.apply_gates(gates);
         tree
     };
+    let scope: Vec<usize> = (0..tree.nodes.len())
+        .filter(|i| match &named {
+            Some(rel) => {
+                let r = &tree.nodes[*i].rel;
+                r == rel || r.starts_with(&format!("{rel}/"))
+            }
+            None => true,
+        })
+        .collect();
+    let summary = Summary::of(&tree, scope.iter().copied());
+    let code = if summary.all_complete() {
+        exit::OK
+    } else if summary.waiting > 0 {
+        exit::NEEDS_HUMAN
+    } else {
+        exit::WAITING
+    };
+    if args.run.json {
+        // One JSON object on one line (a stream of one `manual` event): the tasks as
+        // `status --json` shows them, what was created, the summary and the exit code.
+        #[derive(serde::Serialize)]
+        struct ManualDoc<'a> {
+            event: &'static str,
+            tasks: Vec<report::TaskView>,
+            created: Vec<&'a str>,
+            summary: Summary,
+            exit_code: u8,
+        }
+        let mut created: Vec<&str> = new.clone();
+        if let Some(rel) = &named
+            && existed == Some(false)
+        {
+            created.push(rel);
+        }
+        let doc = ManualDoc {
+            event: "manual",
+            tasks: (0..tree.nodes.len())
+                .map(|i| report::task_view_mode(&tree, i, prefix, true))
+                .collect(),
+            created,
+            summary,
+            exit_code: code,
+        };
+        out::json_line(&doc)?;
+        if !new.is_empty() {
+            let _ = crate::detect::invalidate_cache(&ctx.project);
+        }
+        return Ok(code);
+    }
     out::print(render_report(&tree, prefix, false, true))?;
     if !new.is_empty() {
         let _ = crate::detect::invalidate_cache(&ctx.project);
@@ -681,24 +761,8 @@ fn manual(
             "\nCreated {rel}. Autopilot is disabled, so nothing ran: run its phases one at a time with\n  {prefix} orchestrate --task {rel} --step\n(or set `- **Autopilot**: Enabled` in .automaton/.agent.md)"
         ))?;
     }
-    let scope: Vec<usize> = (0..tree.nodes.len())
-        .filter(|i| match &named {
-            Some(rel) => {
-                let r = &tree.nodes[*i].rel;
-                r == rel || r.starts_with(&format!("{rel}/"))
-            }
-            None => true,
-        })
-        .collect();
-    let summary = Summary::of(&tree, scope.iter().copied());
     out::println(format_args!("\n{}\nORCHESTRATION_COMPLETE", summary.line()))?;
-    Ok(if summary.all_complete() {
-        exit::OK
-    } else if summary.waiting > 0 {
-        exit::NEEDS_HUMAN
-    } else {
-        exit::WAITING
-    })
+    Ok(code)
 }
 
 /// Whether a task folder holds nothing but `.state`, `.origin` and temp files.

@@ -57,6 +57,15 @@ pub fn json_pretty(value: &impl serde::Serialize) -> Result<(), StdoutError> {
     Ok(())
 }
 
+/// Write a value as compact JSON on one line to stdout (one JSON-lines event).
+pub fn json_line(value: &impl serde::Serialize) -> Result<(), StdoutError> {
+    let mut out = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    serde_json::to_writer(&mut out, value).map_err(io::Error::from)?;
+    out.write_all(b"\n")?;
+    out.flush()?;
+    Ok(())
+}
+
 /// For output that must not change the exit code (how an `orchestrate` run ended): a closed
 /// pipe is not an error there.
 pub fn closed_is_ok(e: StdoutError) -> Result<(), StdoutError> {

@@ -19,7 +19,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     tree.apply_gates(&gates);
     tree.budget = Some(settings.budget(crate::settings::Key::BudgetPerTask));
     let cfg = crate::run::config::RunConfig::resolve(&settings);
-    tree.waves = crate::run::wave_rules(&cfg, isolated(&cfg, &ctx.project));
+    tree.waves = crate::run::project_wave_rules(&cfg, &ctx.project);
     print_warnings(&tree.warnings);
     let prefix = ctx.command_prefix();
     // Auto-Execute says what `orchestrate` would do: run the next steps (Autopilot: Enabled),
@@ -57,6 +57,13 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
             warnings: &warnings,
         };
         out::json_pretty(&doc)?;
+    } else if ctx.found == super::project::Found::Nowhere && tree.nodes.is_empty() {
+        // `orchestrate "…"` refuses here (exit 66): the way on is `init`.
+        out::println(format_args!(
+            "No automaton project here: neither {} nor any folder above it holds .automaton/ \
+             or tasks/. Set one up with:\n  {prefix} init",
+            ctx.project.display()
+        ))?;
     } else {
         out::print(render_report(&tree, &prefix, autopilot, false))?;
         print_vram_needs(&settings, &tree)?;
@@ -94,12 +101,4 @@ fn print_vram_needs(settings: &Settings, tree: &TaskTree) -> super::Result<()> {
     }
     out::print(text)?;
     Ok(())
-}
-
-/// Whether a run here would isolate its tasks in worktrees (`- **Isolation**`, `auto` by
-/// whether the project is in a git repository); asked only where it matters: with a verify
-/// command, whose integration gates then hold later waves.
-fn isolated(cfg: &crate::run::config::RunConfig, project: &std::path::Path) -> bool {
-    use crate::run::isolation::Mode;
-    cfg.verify_command.is_some() && Mode::resolve(cfg.isolation, project) == Mode::Worktree
 }

@@ -3,6 +3,7 @@
 //! the usage totals of its run journal (`logs/journal.jsonl`).
 
 pub mod graph;
+pub mod waiting;
 
 use crate::git::Repo;
 use crate::settings::{Key, Settings};
@@ -14,6 +15,7 @@ use crate::task::fix::{FixTask, planned_fix_tasks};
 use crate::units::thousands;
 use serde::Serialize;
 use std::fmt::Write as _;
+pub use waiting::{PersonDecision, Wait, WaitingFor};
 
 /// The version of the `status --json` document.
 pub const STATUS_FORMAT_VERSION: u32 = 1;
@@ -58,9 +60,17 @@ pub struct TaskView {
     pub depends_on: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blocked_by: Option<String>,
-    /// Sub-task only: why it may not start yet by its parent's plan (a dependency or an
-    /// earlier wave not ended, a wave's integration gate not passed, the parent stopped);
-    /// `command` then drives the parent, which starts it in turn.
+    /// What the task waits for before it can go on: `person`, `agent` (running now),
+    /// `dependency` or `nothing` (see [`waiting`]); every report counts and draws it from here.
+    pub waiting_for: WaitingFor,
+    /// With `waiting_for: person`: the decision asked for (`approve_gate`, `decide_verdict`,
+    /// `frozen_files`, `raise_budget`, `rerun_stale`, `resolve_conflict`, `review_stop`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<PersonDecision>,
+    /// Why it waits (absent when it waits for nothing). For a sub-task that may not start yet
+    /// by its parent's plan (a dependency or an earlier wave not ended, a wave's integration
+    /// gate not passed, the parent stopped), `command` drives the parent, which starts it in
+    /// turn.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waits_for: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,6 +120,18 @@ pub struct TaskView {
     /// Spend against `Budget per task` (only when one is set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetView>,
+}
+
+impl TaskView {
+    /// What the task waits for, as the view holds it.
+    pub fn wait(&self) -> Wait {
+        Wait {
+            on: self.waiting_for,
+            decision: self.decision,
+            why: self.waits_for.clone(),
+            through: None,
+        }
+    }
 }
 
 /// One limit of a budget and what was spent against it.
@@ -271,21 +293,14 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
     let node = &tree.nodes[i];
     let d = &node.decision;
     let state = node.state();
-    let step_flag = if step { " --step" } else { "" };
-    let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
-    let waiting = state == State::Next(Phase::Decomposition) && node.snap.plan.is_some();
-    let blocked_by = blocked_by(tree, i);
-    let waits_for = crate::task::readiness::waits_for(tree, i, tree.waves);
+    let facts = waiting::facts(tree, i);
+    let wait = waiting::wait_from(tree, i, &facts);
     let fix_tasks = planned_fix_tasks(tree, i);
-    let rerun_from = crate::task::gates::rerun_phase(&node.stale).map(|p| p.word());
-    let awaiting = node.approval.as_ref().map(|w| w.gate.word());
-    let frozen_changed = match state {
-        // The listing saw no `.state.frozen`: nothing is frozen, nothing to read.
-        State::Next(p) if p.artifact() > Artifact::TestPlan && node.snap.has_frozen => {
-            crate::task::frozen::summary(&node.dir)
-        }
-        _ => None,
-    };
+    let (next_step, command) = next_of(tree, i, &facts, &wait, &fix_tasks, prefix, step);
+    let blocked_by = facts.blocked_by.clone();
+    let rerun_from = facts.rerun_from.map(|p| p.word());
+    let awaiting = facts.awaiting.map(|p| p.word());
+    let frozen_changed = facts.frozen_changed.clone();
     // No `logs/` in the listing: no journal, no usage (and no failed open per task).
     let usage = node
         .snap
@@ -296,46 +311,6 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         .budget
         .filter(|b| b.is_set())
         .map(|b| budget_view(&b, usage.as_ref()));
-    let (next_step, command) = match state {
-        _ if let Some(from) = rerun_from => (
-            "rerun".to_string(),
-            Some(format!("{prefix} rerun {} --from {from}", node.rel)),
-        ),
-        State::Complete => ("none".to_string(), None),
-        // Its waves will not run it, and running it alone would skip the failed dependency.
-        _ if blocked_by.is_some() => ("blocked".to_string(), None),
-        State::HumanIntervention => (
-            "human".to_string(),
-            Some(if fix_tasks.iter().any(|f| f.state.is_none()) {
-                format!("{prefix} orchestrate --manual")
-            } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
-                // The fix tasks come first; the one to run next.
-                format!("{prefix} orchestrate --task {}{step_flag}", f.path)
-            } else if !fix_tasks.is_empty() {
-                referee_again(prefix, &node.rel, step)
-            } else {
-                run
-            }),
-        ),
-        _ if awaiting.is_some() || frozen_changed.is_some() => (
-            "approve".to_string(),
-            Some(format!("{prefix} approve {}", node.rel)),
-        ),
-        _ if waiting => ("subtasks".to_string(), Some(run)),
-        // A sub-task that may not start yet (its dependencies or wave have not ended, its
-        // wave's gate has not passed): only its parent's drive moves it on in order.
-        s if let Some(parent) = node.parent.filter(|_| waits_for.is_some()) => (
-            s.next_phase().map_or("none", |p| p.word()).to_string(),
-            Some(format!(
-                "{prefix} orchestrate --task {}{step_flag}",
-                tree.nodes[parent].rel
-            )),
-        ),
-        s => (
-            s.next_phase().map_or("none", |p| p.word()).to_string(),
-            Some(run),
-        ),
-    };
     let plan_row = node.parent.and_then(|p| {
         tree.nodes[p]
             .snap
@@ -401,7 +376,9 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         wave: plan_row.as_ref().map(|r| r.wave),
         depends_on: plan_row.map(|r| r.depends_on).unwrap_or_default(),
         blocked_by,
-        waits_for,
+        waiting_for: wait.on,
+        decision: wait.decision,
+        waits_for: wait.why,
         subtasks,
         fix_tasks,
         step,
@@ -427,11 +404,100 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             .map(|w| w.covers.clone())
             .unwrap_or_default(),
         stale: node.stale.iter().map(|s| s.artifact).collect(),
-        stale_reason: crate::task::gates::stale_summary(&node.stale),
+        stale_reason: facts.stale_reason,
         rerun_from,
         frozen_changed,
         budget,
     }
+}
+
+/// The next step of task `i` and the one command that moves it on: for a task that waits for
+/// a person, that person's way out (approve, rerun, the fix tasks then `--referee-again`);
+/// for a parent whose sub-task waits for a person, the sub-task's way out.
+fn next_of(
+    tree: &TaskTree,
+    i: usize,
+    f: &waiting::Facts,
+    wait: &Wait,
+    fix_tasks: &[FixTask],
+    prefix: &str,
+    step: bool,
+) -> (String, Option<String>) {
+    let node = &tree.nodes[i];
+    let state = node.state();
+    let step_flag = if step { " --step" } else { "" };
+    let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
+    match state {
+        _ if let Some(from) = f.rerun_from => (
+            "rerun".to_string(),
+            Some(format!(
+                "{prefix} rerun {} --from {}",
+                node.rel,
+                from.word()
+            )),
+        ),
+        State::Complete => ("none".to_string(), None),
+        // Its waves will not run it, and running it alone would skip the failed dependency.
+        _ if f.blocked_by.is_some() => ("blocked".to_string(), None),
+        State::HumanIntervention => (
+            "human".to_string(),
+            Some(if fix_tasks.iter().any(|f| f.state.is_none()) {
+                format!("{prefix} orchestrate --manual")
+            } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
+                // The fix tasks come first; the one to run next.
+                format!("{prefix} orchestrate --task {}{step_flag}", f.path)
+            } else if !fix_tasks.is_empty() {
+                referee_again(prefix, &node.rel, step)
+            } else if wait.through.is_some() {
+                // Running the parent again stops the same way: the sub-task's way out.
+                subtasks_way_out(tree, i, prefix, step).unwrap_or(run)
+            } else {
+                run
+            }),
+        ),
+        _ if f.awaiting.is_some() || f.frozen_changed.is_some() => (
+            "approve".to_string(),
+            Some(format!("{prefix} approve {}", node.rel)),
+        ),
+        _ if f.on_subtasks => (
+            "subtasks".to_string(),
+            Some(if wait.through.is_some() {
+                subtasks_way_out(tree, i, prefix, step).unwrap_or(run)
+            } else {
+                run
+            }),
+        ),
+        // A sub-task that may not start yet (its dependencies or wave have not ended, its
+        // wave's gate has not passed): only its parent's drive moves it on in order.
+        s if let Some(parent) = node.parent.filter(|_| f.dependency.is_some()) => (
+            s.next_phase().map_or("none", |p| p.word()).to_string(),
+            Some(format!(
+                "{prefix} orchestrate --task {}{step_flag}",
+                tree.nodes[parent].rel
+            )),
+        ),
+        s => (
+            s.next_phase().map_or("none", |p| p.word()).to_string(),
+            Some(run),
+        ),
+    }
+}
+
+/// The way out for a parent whose sub-tasks wait for a person: `approve <parent> --all` when
+/// several wait and every one of them is approved away, else the first one's command.
+fn subtasks_way_out(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Option<String> {
+    let subs = waiting::subtasks_waiting(tree, i);
+    if subs.len() > 1
+        && subs
+            .iter()
+            .all(|(_, w)| w.decision.is_some_and(PersonDecision::approved))
+    {
+        return Some(format!("{prefix} approve {} --all", tree.nodes[i].rel));
+    }
+    let (c, w) = subs.first()?;
+    let f = waiting::facts(tree, *c);
+    let fixes = planned_fix_tasks(tree, *c);
+    next_of(tree, *c, &f, w, &fixes, prefix, step).1
 }
 
 /// The command that runs a task's referee again once its fix tasks are done.
@@ -539,8 +605,12 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     if let Some(by) = &v.blocked_by {
         let _ = writeln!(out, "- **Blocked by**: {by} (did not pass)");
     }
-    if let Some(why) = &v.waits_for {
-        let _ = writeln!(out, "- **Waits**: {why}");
+    // A stopped task says so twice already (`Human decision`, and its reason below), unless
+    // what it waits for is a sub-task's decision.
+    let own_stop = v.state == State::HumanIntervention.word()
+        && (v.waits_for.is_none() || v.waits_for == v.reason);
+    if !own_stop && let Some(line) = v.wait().line() {
+        let _ = writeln!(out, "- **Waiting for**: {line}");
     }
     if let Some(s) = &v.subtasks {
         let _ = writeln!(out, "- **Sub-tasks**: {}", s.counts);
@@ -677,7 +747,7 @@ pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut Str
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Summary {
     pub complete: usize,
-    /// human_intervention: a person must decide.
+    /// Waiting for a person: human_intervention, a gate, frozen files, stale artifacts.
     pub waiting: usize,
     /// Not terminal and no phase has written an artifact yet.
     pub not_started: usize,
@@ -686,15 +756,32 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Count the tasks `indices` of `tree`.
+    /// Count the tasks `indices` of `tree`, each by what it waits for ([`waiting::wait_of`]):
+    /// every task stopped for a person (a gate, a verdict, frozen files, stale artifacts, a
+    /// budget, any recorded stop, a sub-task's) is waiting for a person.
     pub fn of(tree: &TaskTree, indices: impl IntoIterator<Item = usize>) -> Summary {
         let mut s = Summary::default();
         for i in indices {
             let n = &tree.nodes[i];
+            // A complete task with stale artifacts waits for a person too (`rerun`).
             match n.state() {
+                _ if waiting::wait_of(tree, i).is_person() => s.waiting += 1,
                 State::Complete => s.complete += 1,
-                State::HumanIntervention => s.waiting += 1,
                 _ if n.snap.artifacts.is_empty() => s.not_started += 1,
+                _ => s.in_progress += 1,
+            }
+        }
+        s
+    }
+
+    /// The same count over views already built (`watch`'s rows).
+    pub fn of_views<'v>(views: impl IntoIterator<Item = &'v TaskView>) -> Summary {
+        let mut s = Summary::default();
+        for v in views {
+            match v.state {
+                _ if v.waiting_for == WaitingFor::Person => s.waiting += 1,
+                "complete" => s.complete += 1,
+                _ if v.artifacts.is_empty() => s.not_started += 1,
                 _ => s.in_progress += 1,
             }
         }

@@ -57,7 +57,7 @@ impl Budgets {
         }
         self.task
             .exceeded(&task_spent(task_dir).plus(extra))
-            .map(|what| format!("budget per task exceeded: {what}"))
+            .map(|what| format!("{}: {what}", crate::report::waiting::TASK_BUDGET_REASON))
     }
 }
 
@@ -158,7 +158,7 @@ impl<'r, 'a> Watch<'r, 'a> {
                     .map(|what| {
                         (
                             StopKind::TaskBudget,
-                            format!("budget per task exceeded: {what}"),
+                            format!("{}: {what}", crate::report::waiting::TASK_BUDGET_REASON),
                         )
                     })
             });

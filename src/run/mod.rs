@@ -82,6 +82,19 @@ pub fn wave_rules(cfg: &config::RunConfig, isolated: bool) -> crate::task::readi
     }
 }
 
+/// The wave rules a run in `project` would use: isolation is resolved (`auto` by whether the
+/// project is in a git repository) only where it matters, with a verify command, whose
+/// integration gates then hold later waves.
+pub fn project_wave_rules(
+    cfg: &config::RunConfig,
+    project: &std::path::Path,
+) -> crate::task::readiness::WaveRules {
+    use isolation::Mode;
+    let isolated =
+        cfg.verify_command.is_some() && Mode::resolve(cfg.isolation, project) == Mode::Worktree;
+    wave_rules(cfg, isolated)
+}
+
 /// What the run layer's functions return.
 pub type Result<T, E = RunError> = std::result::Result<T, E>;
 

@@ -109,7 +109,7 @@ fn style_of(text: &str) -> Style {
         AnsiColor::Green
     } else if text.starts_with('✘') {
         AnsiColor::Red
-    } else if text.starts_with("warning") {
+    } else if text.starts_with("warning") || text.starts_with('⏸') {
         AnsiColor::Yellow
     } else if text.starts_with('▶') {
         AnsiColor::Cyan

@@ -16,13 +16,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-/// A phase agent at work in a task (its `logs/agent.pid` names a live process).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Running {
-    pub pid: u32,
-    /// When the pid file was written: the phase's start.
-    pub since: SystemTime,
-}
+pub use crate::report::waiting::{Running, pid_alive, running_agent};
 
 /// The newest `<phase>-<n>.log` of a task.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +57,17 @@ impl TaskInfo {
         (log.phase == self.view.next_step || log.phase == "verify").then_some(log)
     }
 
+    /// `waits for a person (approve the gate): approval before design`, for a task that waits
+    /// for a person and has no stop reason of its own to show (a gate, frozen files, stale
+    /// artifacts, a sub-task's decision).
+    pub fn person_wait(&self) -> Option<String> {
+        let v = &self.view;
+        (v.waiting_for == crate::report::WaitingFor::Person && v.reason.is_none())
+            .then(|| v.wait().line())
+            .flatten()
+            .map(|l| format!("waits for {l}"))
+    }
+
     /// The one-line summary plain mode prints, and compares to see a change. A `.state` that
     /// lags the artifacts by a moment is left out; one that holds no state word is not.
     pub fn summary(&self) -> String {
@@ -75,6 +80,8 @@ impl TaskInfo {
         }
         if let Some(r) = &self.view.reason {
             s.push_str(&format!(" · {r}"));
+        } else if let Some(line) = self.person_wait() {
+            s.push_str(&format!(" · {line}"));
         }
         if self.state_file == StateFile::Unknown {
             s.push_str(" · .state unknown");
@@ -122,28 +129,6 @@ fn task_info(tree: &TaskTree, i: usize) -> TaskInfo {
         last_log: last_log(&logs),
         state_file,
     }
-}
-
-/// `logs/agent.pid` (written by the agent runner) naming a live process group.
-fn running_agent(logs: &Path) -> Option<Running> {
-    let path = logs.join("agent.pid");
-    let record = crate::store::agent_pid::AgentPidRecord::read(&path).ok()??;
-    let crate::store::agent_pid::Agent::Group { pid, .. } = record.agent else {
-        return None;
-    };
-    if !pid_alive(pid) {
-        return None;
-    }
-    let since = fs::metadata(&path)
-        .and_then(|m| m.modified())
-        .unwrap_or_else(|_| SystemTime::now());
-    Some(Running { pid, since })
-}
-
-/// Whether a process exists (Linux: its /proc entry; elsewhere the pid file is trusted).
-pub fn pid_alive(pid: u32) -> bool {
-    let proc = Path::new("/proc");
-    !proc.is_dir() || proc.join(pid.to_string()).exists()
 }
 
 /// The most recently written `<phase>-<n>.log` in `logs/`.
@@ -249,6 +234,11 @@ pub struct Model {
     config: PhaseConfig,
     settings_jobs: u64,
     settings_total: Duration,
+    /// What `status` applies to a tree: the gates of `Approve before`, `Budget per task`, the
+    /// wave rules; so that a row says what `status` says.
+    gates: Vec<crate::state::Phase>,
+    budget: Option<crate::plan::decide::Budget>,
+    waves: crate::task::readiness::WaveRules,
     /// Keyed by (root index, name): the walk's order.
     pub parts: BTreeMap<(usize, String), Part>,
     /// The keys of `parts` in order: what `Row::Task` indexes.
@@ -270,6 +260,9 @@ impl Model {
             config: crate::report::phase_config(&settings),
             settings_jobs: settings.count(crate::settings::Key::Jobs),
             settings_total: settings.duration(crate::settings::Key::MaxTotalTime),
+            gates: Vec::new(),
+            budget: None,
+            waves: Default::default(),
             parts: BTreeMap::new(),
             order: Vec::new(),
             root_warnings: Vec::new(),
@@ -290,6 +283,10 @@ impl Model {
                 self.config = crate::report::phase_config(&settings);
                 self.settings_jobs = settings.count(crate::settings::Key::Jobs);
                 self.settings_total = settings.duration(crate::settings::Key::MaxTotalTime);
+                self.gates = crate::report::approval_gates(&settings);
+                self.budget = Some(settings.budget(crate::settings::Key::BudgetPerTask));
+                let cfg = crate::run::config::RunConfig::resolve(&settings);
+                self.waves = crate::run::project_wave_rules(&cfg, &self.project);
                 settings_warnings = settings.warnings;
             }
             Err(e) => settings_warnings.push(format!("{e} (the settings read before stay in use)")),
@@ -321,12 +318,12 @@ impl Model {
             let Some(key) = part_key(&rel) else { continue };
             self.generation += 1;
             let part = Part::new(
-                TaskTree {
+                self.settle(TaskTree {
                     nodes,
                     warnings: part_warnings,
                     budget: None,
                     waves: Default::default(),
-                },
+                }),
                 self.generation,
             );
             parts.insert(key, part);
@@ -338,6 +335,14 @@ impl Model {
         self.reload_run();
     }
 
+    /// A tree read as `status` reads it: gates, budget and wave rules applied.
+    fn settle(&self, mut tree: TaskTree) -> TaskTree {
+        tree.apply_gates(&self.gates);
+        tree.budget = self.budget;
+        tree.waves = self.waves;
+        tree
+    }
+
     /// Read one top-level task again (or drop it when its folder is gone).
     pub fn reload_part(&mut self, key: &(usize, String)) {
         let rel = format!("{}/{}", ROOTS[key.0], key.1);
@@ -346,7 +351,7 @@ impl Model {
             return;
         }
         if dir.is_dir() {
-            let tree = TaskTree::load_task(&self.project, &rel, &self.config);
+            let tree = self.settle(TaskTree::load_task(&self.project, &rel, &self.config));
             self.generation += 1;
             self.parts
                 .insert(key.clone(), Part::new(tree, self.generation));
@@ -433,8 +438,9 @@ impl Model {
         for i in self.tasks() {
             t.tasks += 1;
             match State::parse(i.view.state) {
+                // Counted as the `Summary:` line counts them: every task a person must move on.
+                _ if i.view.waiting_for == crate::report::WaitingFor::Person => t.human += 1,
                 Some(State::Complete) => t.complete += 1,
-                Some(State::HumanIntervention) => t.human += 1,
                 _ if i.view.blocked_by.is_some() => t.blocked += 1,
                 _ => {}
             }

@@ -334,6 +334,7 @@ fn table_row<'a>(model: &Model, row: &Row, ui: &Ui) -> TableRow<'a> {
             let note = match (&v.blocked_by, &v.reason, &t.state_file) {
                 (Some(by), ..) => format!("blocked by {by}"),
                 (_, Some(r), _) => r.clone(),
+                _ if let Some(line) = t.person_wait() => line,
                 (.., StateFile::Differs(w)) => format!(".state says {w}"),
                 (.., StateFile::Unknown) => ".state unknown".into(),
                 _ => match &v.subtasks {

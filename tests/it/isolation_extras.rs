@@ -332,6 +332,10 @@ fn a_rerun_after_a_conflict_without_a_manual_merge_stops_again_and_never_says_co
     let decomposition = plan(&[("a", 1, "-"), ("b", 1, "-")]);
     let edit = r#"echo "$name" > shared.txt"#;
     run(&p, &decomposition, edit).arg("p").assert().code(22);
+    // The parent waits for a person to resolve the conflict, and every report says so.
+    let parent = p.task_json(PARENT);
+    assert_eq!(parent["waiting_for"], "person", "{parent:#}");
+    assert_eq!(parent["decision"], "resolve_conflict", "{parent:#}");
     // Every sub-task passed, but one branch is not in the integration branch yet.
     let out = run(&p, &decomposition, edit)
         .args(["--task", PARENT])

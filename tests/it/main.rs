@@ -56,4 +56,5 @@ mod state_table;
 mod status;
 mod supervisor;
 mod truths;
+mod waits;
 mod watch;

@@ -533,6 +533,13 @@ impl Event<'_> {
             } => format!("▶ {task}: sub-task started (made by hand, not in a plan)"),
             Merged { task, branch, into } => format!("⇢ {task}: merged {branch} into {into}"),
             TaskComplete { task } => format!("✔ {task}: complete"),
+            // A gate, stale artifacts, a sub-task not ready: a wait for a person (or a
+            // dependency), not a failure, so not drawn with the failure mark.
+            TaskStopped {
+                task,
+                kind: "awaiting_approval" | "stale" | "not_ready",
+                reason,
+            } => format!("⏸ {task}: {reason}"),
             TaskStopped { task, reason, .. } => format!("✘ {task}: {reason}"),
             StepDone { task, next } => format!("■ {task}: one step done; {next} is next"),
             // The command prints these itself, as the report that ends the run.
