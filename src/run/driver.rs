@@ -35,6 +35,11 @@ pub(super) fn stop_task(
     kind: StopKind,
     reason: String,
 ) -> super::Result<Outcome> {
+    // A folder deleted under the run reads as missing files (a frozen file "changed", an
+    // artifact gone): that is not the stop to report, and nothing is written there.
+    if !dir.is_dir() {
+        return Err(super::RunError::TaskGone(rel.to_string()));
+    }
     if kind.is_recorded() {
         write_stop(dir, &reason)?;
     }

@@ -209,6 +209,11 @@ pub(super) fn one_phase(
         .end
         .describe_with(Some(run.limits.phase), Some(run.limits.stall));
     announce_finished(run, rel, phase, &pr, &end);
+    // A folder deleted while the phase ran (by the agent or a person) stops the task before
+    // anything is judged or written there: nothing of it is recreated.
+    if !dir.is_dir() {
+        return Err(super::RunError::TaskGone(rel.to_string()));
+    }
     if guarded && let Some(stop) = frozen_after(run, rel, dir, phase, pr.attempt, frozen_before)? {
         return Ok(stop);
     }
@@ -220,9 +225,6 @@ pub(super) fn one_phase(
         return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
     }
     // The run that wrote the artifact is judged on it, marker or not.
-    if !dir.is_dir() {
-        return Err(super::RunError::TaskGone(rel.to_string()));
-    }
     let mut read_warnings = Vec::new();
     let judged_snap = crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut read_warnings);
     let rep = &pr.report;

@@ -208,10 +208,7 @@ pub fn run_phase_noted(
     ws: Option<&Workspace>,
     note: Option<&str>,
 ) -> super::Result<PhaseRun> {
-    let logs = task_dir.join("logs");
-    fs::create_dir_all(&logs).map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
-    })?;
+    let logs = logs_dir(task_rel, task_dir)?;
     // A Slurm job an earlier, killed run submitted for this phase: re-attach to it (same
     // attempt, same log) rather than submit a second job.
     let reattach = reattachable_job(run, phase, &logs);
@@ -363,6 +360,21 @@ pub(super) fn recovered(
         log,
         attempt,
         budget_stop: None,
+    }
+}
+
+/// The task's `logs/` folder, made when missing; never the task folder itself: one deleted
+/// under the run stops the task ([`super::RunError::TaskGone`]) instead of being made again.
+fn logs_dir(task_rel: &str, task_dir: &Path) -> super::Result<PathBuf> {
+    let logs = task_dir.join("logs");
+    match fs::create_dir(&logs) {
+        Err(_) if !task_dir.is_dir() => Err(super::RunError::TaskGone(task_rel.to_string())),
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(std::io::Error::new(
+            e.kind(),
+            format!("cannot create {}: {e}", logs.display()),
+        )
+        .into()),
+        _ => Ok(logs),
     }
 }
 
@@ -589,10 +601,7 @@ fn run_check(
     ws: Option<&Workspace>,
     stem: &str,
 ) -> super::Result<Option<(StopKind, String)>> {
-    let logs = task_dir.join("logs");
-    fs::create_dir_all(&logs).map_err(|e| {
-        std::io::Error::new(e.kind(), format!("cannot create {}: {e}", logs.display()))
-    })?;
+    let logs = logs_dir(task_rel, task_dir)?;
     let attempt = next_attempt(&logs, stem);
     let log = logs.join(format!("{stem}-{attempt}.log"));
     run.progress.event(&what.started(CheckStarted {

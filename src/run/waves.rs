@@ -333,8 +333,11 @@ impl Scheduler<'_, '_> {
                 run.progress.line(&format!("✘ {child_rel}: {reason}"));
                 // Stopped for a person: recorded in its `.stop` when the folder can be
                 // written, and in any case never started again in this run (a folder
-                // that cannot be written would otherwise be retried at once, forever).
-                if let Err(w) = write_stop(&run.settings.project.join(&child_rel), &reason) {
+                // that cannot be written would otherwise be retried at once, forever). A
+                // folder deleted under the run gets nothing written: it is not made again.
+                if matches!(e, super::RunError::TaskGone(_)) {
+                    self.held.push((name, StopKind::NeedsHuman, reason));
+                } else if let Err(w) = write_stop(&run.settings.project.join(&child_rel), &reason) {
                     let reason = format!(
                         "{child_rel} stopped on an error ({reason}), and \
                          its stop could not be recorded either: {w}"
@@ -353,6 +356,9 @@ impl Scheduler<'_, '_> {
     /// How the waves end: the run's stop, else the parent's (recorded), else the wait of a
     /// held sub-task (an approval first: it is the one a person can act on now).
     fn finish(mut self) -> super::Result<Option<Outcome>> {
+        if !self.parent_dir.is_dir() {
+            return Err(super::RunError::TaskGone(self.parent_rel.to_string()));
+        }
         if let Some(stop) = self.run_stop {
             return Ok(Some(stop));
         }

@@ -42,7 +42,23 @@ pub struct OriginFile {
 /// Write `.state` atomically. Not fsynced: it is re-derived from the artifacts (the driver
 /// rewrites it when it disagrees), so a power cut costs at most a stale word.
 pub fn write_state(dir: &Path, state: State) -> io::Result<()> {
+    task_folder_exists(dir)?;
     crate::fsx::write_rebuildable(&dir.join(STATE_FILE), state_text(state).as_bytes())
+}
+
+/// A task's control files are written only into its folder as it is: a folder deleted under
+/// a run (by a person, or an agent) is never made again by writing one of them.
+fn task_folder_exists(dir: &Path) -> io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::NotFound,
+        format!(
+            "task folder {} is gone; nothing was written there",
+            dir.display()
+        ),
+    ))
 }
 
 /// What `.state` holds for `state`.
@@ -64,6 +80,7 @@ pub fn origin_text(origin: &OriginFile) -> io::Result<String> {
 /// (in that order, so a reader that sees the state also finds the reason). A phase run's
 /// marker is sealed ([`seal_incomplete`]): this run has ended.
 pub fn write_stop(dir: &Path, reason: &str) -> io::Result<()> {
+    task_folder_exists(dir)?;
     write_atomic(&dir.join(STOP_FILE), format!("{reason}\n").as_bytes())?;
     seal_incomplete(dir)?;
     write_state(dir, State::HumanIntervention)

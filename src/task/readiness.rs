@@ -33,7 +33,8 @@ pub fn gates_passed(parent_dir: &Path) -> Vec<u32> {
     waves
 }
 
-/// The planner's view of the plan of `tree.nodes[parent]`; `None` without a valid plan.
+/// The planner's view of the plan of `tree.nodes[parent]`; `None` without a valid plan (or
+/// without the parent: its folder was deleted).
 /// `gates`: the waves whose gate passed, used when `rules.gated`.
 pub fn waves_of<'t>(
     tree: &'t TaskTree,
@@ -41,7 +42,7 @@ pub fn waves_of<'t>(
     rules: WaveRules,
     gates: &'t [u32],
 ) -> Option<Waves<'t>> {
-    let node = &tree.nodes[parent];
+    let node = tree.nodes.get(parent)?;
     let Some(Ok(plan)) = &node.snap.plan else {
         return None;
     };

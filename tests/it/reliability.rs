@@ -950,3 +950,50 @@ fn a_phase_whose_agent_failed_before_the_kill_runs_again() {
     assert_eq!(p.read("tasks/failing/logs/incomplete/SPEC.md-1"), "half\n");
     assert_eq!(p.read("tasks/failing/SPEC.md"), "research done\n");
 }
+
+/// A sub-task folder deleted while its phase runs stops that sub-task, naming the folder; it
+/// is never taken for an edit of frozen files, and nothing is written there (it is not made
+/// again by this run).
+#[test]
+fn a_subtask_folder_deleted_mid_run_stops_it_and_is_not_recreated() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "## Phases\n- **Decomposition**: Yes\n- **Design**: No\n",
+    );
+    p.write("tasks/p/TASK.md", "# Task\n\np\n");
+    let agent = "cat >/dev/null; case \"$AUTOMATON_TASK:$AUTOMATON_PHASE\" in \
+        tasks/p:decomposition) printf '| Sub-task | Wave | Depends on |\\n|---|---|---|\\n| a | 1 | - |\\n| b | 1 | - |\\n' > \"$AUTOMATON_ARTIFACT\" ;; \
+        tasks/p/subtasks/a:implement) rm -rf \"$AUTOMATON_TASK_DIR\" ;; \
+        *:referee) echo 'Verdict: PASS' > \"$AUTOMATON_ARTIFACT\" ;; \
+        *) echo done > \"$AUTOMATON_ARTIFACT\" ;; esac";
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", agent, "--task", "tasks/p"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("tasks/p/subtasks/a disappeared"), "{text}");
+    assert!(!text.contains("frozen acceptance files changed"), "{text}");
+    assert!(!p.join("tasks/p/subtasks/a").exists(), "recreated:\n{text}");
+    assert_eq!(p.read("tasks/p/subtasks/b/.state"), "complete\n");
+}
+
+/// The same for a plain task: the run stops naming the folder and makes nothing of it again.
+#[test]
+fn a_task_folder_deleted_mid_run_stops_the_run_and_is_not_recreated() {
+    let p = project();
+    let agent = writer_agent(
+        "[ $AUTOMATON_PHASE = implement ] && rm -rf \"$AUTOMATON_TASK_DIR\" && exit 0;",
+    );
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", &agent, "gone"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("tasks/gone disappeared"), "{text}");
+    assert!(!p.join("tasks/gone").exists(), "recreated:\n{text}");
+}
