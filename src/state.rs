@@ -338,6 +338,9 @@ pub struct Facts<'a> {
     /// Its plan was sent back to the decomposition phase (over the context budget): a planned
     /// task from then on, whatever the config says.
     pub sent_back: bool,
+    /// A PASS verdict waits for the verify command (`logs/verify-due`): the task is not
+    /// complete until it passed.
+    pub verify_due: bool,
 }
 
 /// Sub-task outcomes of a parent, for the `PASS: n, FAIL: n, NEEDS_REVIEW: n` summary.
@@ -494,6 +497,12 @@ pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
         return decide_parent(facts, verdict);
     }
     match verdict {
+        // Done is verified, not claimed: until the verify command passed for this PASS, the
+        // referee's step is not over (a run killed during the verify resumes there).
+        Some(Ok(Verdict::Pass)) if facts.verify_due => Decision {
+            reason: Some("the PASS verdict waits for the verify command".into()),
+            ..Decision::plain(State::Next(Phase::Referee))
+        },
         Some(Ok(Verdict::Pass)) => Decision::plain(State::Complete),
         Some(Ok(v)) => Decision::human(Cause::Verdict, format!("referee verdict is {}", v.word())),
         Some(Err(why)) => Decision::human(

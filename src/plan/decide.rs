@@ -243,6 +243,8 @@ pub fn next_action(f: &Facts) -> Action {
     }
     match f.state {
         State::Complete if f.verify == Verify::Pending => Action::Verify,
+        // A PASS whose verify was due when a run ended (`logs/verify-due`): verify it now.
+        State::Next(Phase::Referee) if f.verify == Verify::Pending => Action::Verify,
         State::Complete => Action::Complete,
         State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
         State::Next(phase) if f.step && f.iterations >= 1 => Action::StepDone(phase),
@@ -517,6 +519,8 @@ mod tests {
             Action::EndRun(StopKind::TotalTimeCap)
         } else if f.stale {
             Action::Stale
+        } else if f.state == State::Next(Phase::Referee) && f.verify == Verify::Pending {
+            Action::Verify
         } else if f.state == State::Complete {
             if f.verify == Verify::Pending {
                 Action::Verify

@@ -16,6 +16,7 @@ use crate::plan::decide::{Action, Facts, Verify, next_action};
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, waits_for};
+use crate::task::snapshot::VERIFY_DUE_FILE;
 use crate::task::snapshot::content_hash;
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
@@ -354,7 +355,7 @@ pub(super) fn facts(
     // very VERDICT.md (so a retry after a failed verify verifies again).
     let verify = match (state, run.verify_command) {
         (_, None) => Verify::NotConfigured,
-        (State::Complete, Some(_))
+        (State::Complete | State::Next(Phase::Referee), Some(_))
             if verdict_hash(dir).is_some_and(|h| Some(h) != verified_hash(dir)) =>
         {
             Verify::Pending
@@ -494,19 +495,28 @@ pub(super) fn verify_pass(
     let (Some(cmd), Some(hash)) = (run.verify_command, verdict_hash(dir)) else {
         return Ok(None);
     };
-    let pending = format!(
-        "the PASS verdict is not verified yet (the verify command did not finish); \
-         `orchestrate --task {rel}` verifies it again"
-    );
-    write_stop(dir, &pending)?;
+    // Due until it passed: a run cut short here leaves the task at the referee's step, and
+    // the next run (`continue`, plain `orchestrate`) verifies again.
+    mark_verify_due(dir)?;
     if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
         let reason = format!("the referee said PASS, but {reason}");
         return stop_task(run, rel, dir, kind, reason).map(Some);
     }
     write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
-    clear_stop(dir)?;
+    crate::fsx::remove_if_there(&dir.join(VERIFY_DUE_FILE))?;
     write_state(dir, State::Complete)?;
     Ok(None)
+}
+
+/// Mark that the PASS in `dir` waits for the verify command (durably: a power cut must not
+/// turn an unverified PASS into a complete task), with `.state` saying the referee's step.
+pub(super) fn mark_verify_due(dir: &Path) -> super::Result<()> {
+    write_atomic(
+        &dir.join(VERIFY_DUE_FILE),
+        b"the PASS verdict waits for the verify command\n",
+    )?;
+    write_state(dir, State::Next(Phase::Referee))?;
+    Ok(())
 }
 
 /// The rows of a task's plan whose estimate exceeds the max peak context.

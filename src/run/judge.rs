@@ -326,6 +326,15 @@ fn accept(
     if judged_snap.incomplete.take().is_some() {
         crate::store::task_files::clear_incomplete(dir)?;
     }
+    // A PASS under a verify command is not complete until the command passed: marked before
+    // anything else can read it as complete.
+    let pass = judged_snap
+        .verdict
+        .as_ref()
+        .is_some_and(|v| matches!(v.verdict, Ok(crate::state::Verdict::Pass)));
+    if phase == Phase::Referee && pass && run.verify_command.is_some() {
+        super::driver::mark_verify_due(dir)?;
+    }
     // Unmarked, the folder read for the judge is what a read now would give: reused.
     let mut tree = gated(
         run,

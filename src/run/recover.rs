@@ -12,7 +12,9 @@
 //!    unless the run had stopped (the marker is sealed) and a person changed the file since:
 //!    then it is theirs, and counts; or unless its agent had ended with success (its
 //!    watchdog's exit record): then the mark stays and the phase is judged, not run again;
-//! 4. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
+//! 4. a verify that was due (`logs/verify-due`) with no verify command configured any more is
+//!    dropped;
+//! 5. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
 //!    sub-task is not driven again, so nothing else would repair it), except that a PASS not yet
 //!    verified never reads `complete`.
 
@@ -80,6 +82,13 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
                 });
             }
             clear_incomplete(&node.dir)?;
+        }
+    }
+    // A verify that was due under a verify command since removed from the settings: nothing
+    // is left to wait for.
+    if run.verify_command.is_none() {
+        for node in tree.nodes.iter().filter(|n| n.snap.verify_due) {
+            crate::fsx::remove_if_there(&node.dir.join(crate::task::snapshot::VERIFY_DUE_FILE))?;
         }
     }
     let mut tree = TaskTree::load_task(&run.settings.project, rel, &run.config);

@@ -20,6 +20,9 @@ pub const SUBTASKS_DIR: &str = "subtasks";
 /// Marks (in the task folder) that the plan was sent back for its over-budget rows once; what
 /// the decomposition phase was told.
 pub const SENT_BACK_FILE: &str = "logs/plan-sent-back.md";
+/// Written when a PASS verdict is accepted under a verify command, removed once the verify
+/// command passed for it: while it is there the task is not complete.
+pub const VERIFY_DUE_FILE: &str = "logs/verify-due";
 
 /// What was read of one task folder.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +42,9 @@ pub struct Snapshot {
     /// decomposition phase once. Looked for only where it can matter: a top folder's logs, no
     /// DECOMPOSITION.md, nothing past SPEC.md.
     pub sent_back: bool,
+    /// `logs/verify-due` is there ([`VERIFY_DUE_FILE`]) beside a VERDICT.md: a PASS waits for
+    /// the verify command.
+    pub verify_due: bool,
     /// Whether the listing said `subtasks` is a folder (not a link to one: that needs a stat).
     pub subtasks_is_dir: bool,
     /// Whether `.state.inputs` exists (the inputs each phase was given, for staleness).
@@ -244,6 +250,9 @@ pub fn read_snapshot_in(
     if snap.artifacts.contains(Artifact::Decomposition) {
         snap.plan = text_of(Artifact::Decomposition).map(|t| parse_decomposition(&t));
     }
+    snap.verify_due = snap.has_logs
+        && snap.artifacts.contains(Artifact::Verdict)
+        && dir.join(VERIFY_DUE_FILE).exists();
     snap.sent_back = snap.has_logs
         && snap.artifacts.highest() <= Some(Artifact::Spec)
         && dir.join(SENT_BACK_FILE).exists();

@@ -749,6 +749,7 @@ fn decide_node(nodes: &mut [TaskNode], i: usize, config: &PhaseConfig) {
         stop: node.snap.stop.as_deref(),
         depth: node.depth,
         sent_back: node.snap.sent_back,
+        verify_due: node.snap.verify_due,
     };
     let decision = decide(&facts, config);
     nodes[i].decision = decision.into();

@@ -731,31 +731,50 @@ fn continue_skips_sub_tasks_of_a_parent_that_needs_a_human() {
     );
 }
 
+/// A run interrupted (Ctrl-C) or killed (SIGKILL) while the verify command runs leaves the
+/// PASS unaccepted: `.state` and `status` both say the referee's step, with the verify due,
+/// never complete; and `continue` resumes at the verify, which then accepts it.
 #[test]
-fn an_interrupted_verify_leaves_the_pass_unaccepted() {
-    let p = Project::new();
-    // Passes at once after implement; hangs once VERDICT.md exists (until interrupted).
-    p.write(
-        ".automaton/.agent.md",
-        "## Agent\n- **Verify command**: test -e \"$AUTOMATON_TASK_DIR/VERDICT.md\" && { touch \"$AUTOMATON_TASK_DIR/verifying\"; sleep 30; }; true\n",
-    );
-    let mut run = p.orchestrate_std().arg("slow verify").spawn_guarded();
-    wait_for(&p.join("tasks/slow-verify/verifying"));
-    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
-    assert_eq!(run.wait().unwrap().code(), Some(130));
-    assert_eq!(p.read("tasks/slow-verify/.state"), "human_intervention\n");
-    let doc = p.status_json();
-    let task = &doc["tasks"][0];
-    assert_eq!(task["state"], "human_intervention");
-    assert!(
-        task["reason"]
-            .as_str()
-            .unwrap()
-            .contains("not verified yet"),
-        "{task:#}"
-    );
-    // `continue` does not slip it through either.
-    p.orchestrate().status(19).stdout_any().stderr_any().run();
+fn an_interrupted_verify_leaves_the_pass_unaccepted_and_continue_verifies_it() {
+    for signal in [libc::SIGINT, libc::SIGKILL] {
+        let p = Project::new();
+        // Passes at once after implement; once VERDICT.md exists it hangs the first time
+        // (until the run is cut short) and passes the next.
+        p.write(
+            ".automaton/.agent.md",
+            "## Agent\n- **Verify command**: d=\"$AUTOMATON_TASK_DIR\"; test -e \"$d/VERDICT.md\" && \
+             ! test -e \"$d/verifying\" && { touch \"$d/verifying\"; sleep 30; }; true\n",
+        );
+        let mut run = p.orchestrate_std().arg("slow verify").spawn_guarded();
+        wait_for(&p.join("tasks/slow-verify/verifying"));
+        unsafe { libc::kill(run.id() as i32, signal) };
+        let code = run.wait().unwrap().code();
+        assert_eq!(
+            code,
+            (signal == libc::SIGINT).then_some(130),
+            "signal {signal}"
+        );
+        assert_eq!(
+            p.read("tasks/slow-verify/.state"),
+            "referee\n",
+            "signal {signal}"
+        );
+        let doc = p.status_json();
+        let task = &doc["tasks"][0];
+        assert_eq!(task["state"], "referee", "signal {signal}: {task:#}");
+        // `continue` resumes at the verify, not at the referee, and accepts the PASS.
+        p.orchestrate().stdout_any().stderr_any().run();
+        assert_eq!(
+            p.read("tasks/slow-verify/.state"),
+            "complete\n",
+            "signal {signal}"
+        );
+        assert!(p.join("tasks/slow-verify/logs/referee-1.log").exists());
+        assert!(
+            !p.join("tasks/slow-verify/logs/referee-2.log").exists(),
+            "signal {signal}: the referee ran again"
+        );
+    }
 }
 
 #[test]
