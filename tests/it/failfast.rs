@@ -155,3 +155,130 @@ fn a_non_utf8_argument_is_named_never_a_panic() {
         .stderr_lacks("panicked")
         .run();
 }
+
+#[test]
+fn a_missing_agent_script_is_refused_before_anything_changes() {
+    let p = project_with_other_task();
+    let before = files(&p);
+    for agent in ["sh agents/claude.sh", "bash -e agents/claude.sh --fast"] {
+        p.orchestrate()
+            .args(["--agent", agent, "--task", "tasks/other"])
+            .status(24)
+            .stderr(format!(
+                "error: the agent script `agents/claude.sh` (run by `{}`) does not exist in \
+                 [PROJECT], the folder the agent runs in: `- **Agent command**: {agent}` (flag \
+                 --agent) runs `{agent}`; create it or correct the path (`automaton config` \
+                 shows every setting and where it came from). Nothing ran and no task changed \
+                 state.\n",
+                agent.split(' ').next().unwrap()
+            ))
+            .run();
+        assert_eq!(files(&p), before, "{agent}");
+    }
+    // Once the script is there, it runs.
+    p.write(
+        "agents/claude.sh",
+        "printf 'Verdict: PASS\\n' > \"$AUTOMATON_ARTIFACT\"\n",
+    );
+    p.orchestrate()
+        .args(["--agent", "sh agents/claude.sh", "--task", "tasks/other"])
+        .stdout_any()
+        .stderr_any()
+        .run();
+    assert_eq!(p.read("tasks/other/.state"), "complete\n");
+}
+
+/// `- **Retries**: 2` with a backoff long enough that a retry would be felt.
+fn with_retries(p: &Project) {
+    p.write(
+        ".automaton/config.md",
+        "## Limits\n- **Retries**: 2\n- **Retry backoff**: 20s\n",
+    );
+}
+
+/// `orchestrate --task tasks/other` with `agent` and the config's retries: it must stop with
+/// exit 12 after `attempts`, the reason starting `reason` and ending with the agent's words
+/// `said` (the shell's wording varies: dash `sh: 1: x: not found`, bash `sh: line 1: ...`).
+fn drive(p: &Project, agent: &str, attempts: u32, reason: &str, said: &str) {
+    let ran = p
+        .orchestrate()
+        .env_remove("AUTOMATON_RETRIES")
+        .args(["--agent", agent, "--task", "tasks/other"])
+        .status(12)
+        .stdout_contains(format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}"))
+        .stderr_contains(format!("✘ tasks/other: {reason}"))
+        .stderr_lacks("retrying")
+        .stderr_lacks(format!("(attempt {})", attempts + 1))
+        .run();
+    let last = ran.stdout.lines().last().unwrap_or_default().to_string();
+    assert!(last.contains("the agent's last output: "), "{last}");
+    assert!(last.ends_with(said), "{last}");
+    assert!(p.read("tasks/other/.stop").contains(reason));
+}
+
+#[test]
+fn exit_126_or_127_stops_at_once_with_the_agents_own_line() {
+    let p = project_with_other_task();
+    with_retries(&p);
+    // A compound line is left to the shell by the preflight; the shell answers 127.
+    drive(
+        &p,
+        "cd . && no-such-agent-x",
+        1,
+        "agent exited with status 127 during referee; see tasks/other/logs/referee-1.log; the \
+         command or its script was not found (127): not retried; the agent's last output: ",
+        "no-such-agent-x: not found",
+    );
+    assert!(!p.join("tasks/other/logs/referee-2.log").exists());
+    // 126: the file is there but cannot be executed.
+    let p = project_with_other_task();
+    with_retries(&p);
+    p.write("agent.sh", "echo hi\n");
+    drive(
+        &p,
+        "cd . && ./agent.sh",
+        1,
+        "agent exited with status 126 during referee; see tasks/other/logs/referee-1.log; the \
+         command cannot be executed (126): not retried; the agent's last output: ",
+        "./agent.sh: Permission denied",
+    );
+    assert!(!p.join("tasks/other/logs/referee-2.log").exists());
+}
+
+#[test]
+fn the_same_error_twice_stops_without_the_third_attempt() {
+    let p = project_with_other_task();
+    p.write(
+        ".automaton/config.md",
+        "## Limits\n- **Retries**: 2\n- **Retry backoff**: 100ms\n",
+    );
+    drive(
+        &p,
+        "echo working; echo 'error: invalid API key' >&2; exit 1",
+        2,
+        "agent exited with status 1 during referee; see tasks/other/logs/referee-2.log; the \
+         same error as the attempt before: not retried again; the agent's last output: ",
+        "working ⏎ error: invalid API key",
+    );
+    assert!(p.join("tasks/other/logs/referee-2.log").exists());
+    assert!(!p.join("tasks/other/logs/referee-3.log").exists());
+    // An error that changes is retried as configured (a flaky agent gets its attempts).
+    let p = project_with_other_task();
+    p.write(
+        ".automaton/config.md",
+        "## Limits\n- **Retries**: 2\n- **Retry backoff**: 100ms\n",
+    );
+    p.orchestrate()
+        .env_remove("AUTOMATON_RETRIES")
+        .args([
+            "--agent",
+            "echo \"error: try $AUTOMATON_ATTEMPT\" >&2; exit 1",
+            "--task",
+            "tasks/other",
+        ])
+        .status(12)
+        .stdout_contains("gave up after 3 attempts of referee")
+        .stderr_any()
+        .run();
+    assert!(p.join("tasks/other/logs/referee-3.log").exists());
+}
