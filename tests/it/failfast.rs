@@ -282,3 +282,81 @@ fn the_same_error_twice_stops_without_the_third_attempt() {
         .run();
     assert!(p.join("tasks/other/logs/referee-3.log").exists());
 }
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A project where `orchestrate p`'s research writes `plan` as DECOMPOSITION.md.
+fn plan_run(p: &Project, plan: &str) -> crate::harness::Test {
+    p.write(
+        ".automaton/config.md",
+        "## Phases\n- **Design**: No\n- **Test design**: No\n",
+    );
+    p.orchestrate()
+        .env("AGENT_DECOMPOSITION", plan)
+        .behavior("p:research=decompose")
+        .stderr_any()
+}
+
+const HEADER: &str =
+    "# Plan\n\n| Sub-task | Wave | Depends on | Estimated peak context |\n|---|---|---|---|\n";
+
+#[test]
+fn a_malformed_plan_names_every_error_at_once() {
+    let p = Project::new();
+    plan_run(
+        &p,
+        &format!("{HEADER}| a | first | - | 4k |\n| b | 2 | zed | 4k |\n| c | 2 | a | lots |\n"),
+    )
+    .arg("p")
+    .status(11)
+    .stdout_contains(
+        "⚠️ **HUMAN INTERVENTION REQUIRED**: DECOMPOSITION.md is invalid: 3 errors: line 5: cell \
+         `Wave`: `first` is not a wave number (1, 2, ...); line 6: cell `Depends on`: `b` \
+         depends on unknown sub-task `zed`; line 7: cell `Estimated peak context`: `lots` is \
+         not a token count like 6k",
+    )
+    .run();
+    assert!(!p.join("tasks/p/subtasks").exists());
+}
+
+#[test]
+fn a_plan_over_its_size_cap_is_refused_never_cut() {
+    let p = Project::new();
+    // Valid rows all through, 1.2 MB: cut at 1 MiB it would parse, and lose its last rows.
+    let rows: String = (0..60_000)
+        .map(|i| format!("| t{i} | 1 | - | 4k |\n"))
+        .collect();
+    let plan = format!("{HEADER}{rows}");
+    assert!(plan.len() > 1024 * 1024);
+    p.write("tasks/big/SPEC.md", "# Spec\n\nBig.\n");
+    p.write("tasks/big/DECOMPOSITION.md", &plan);
+    let reason = format!(
+        "DECOMPOSITION.md is invalid: the file is over the 1 MiB size cap of a plan ({} bytes), \
+         and a plan is never read cut short",
+        thousands(plan.len())
+    );
+    assert!(
+        p.task_json("tasks/big")["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&reason)
+    );
+    p.orchestrate()
+        .args(["--task", "tasks/big"])
+        .status(11)
+        .stdout_contains(format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}"))
+        .stderr_any()
+        .run();
+    assert!(!p.join("tasks/big/subtasks").exists());
+}
