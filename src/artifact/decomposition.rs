@@ -33,9 +33,21 @@ pub struct SubtaskRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub rows: Vec<SubtaskRow>,
+    /// Name -> index in `rows`: a lookup per sub-task must not scan the plan.
+    index: HashMap<String, usize>,
 }
 
 impl Plan {
+    /// The rows grouped by wave, lowest first, each wave in plan order (one pass, not one per
+    /// wave number: waves may be numbered up to the row count).
+    pub fn by_wave(&self) -> Vec<(u32, Vec<&SubtaskRow>)> {
+        let mut waves: std::collections::BTreeMap<u32, Vec<&SubtaskRow>> = Default::default();
+        for r in &self.rows {
+            waves.entry(r.wave).or_default().push(r);
+        }
+        waves.into_iter().collect()
+    }
+
     /// The dependency view the state machine needs.
     pub fn planned(&self) -> Vec<PlannedSubtask> {
         self.rows
@@ -48,7 +60,7 @@ impl Plan {
     }
 
     pub fn row(&self, name: &str) -> Option<&SubtaskRow> {
-        self.rows.iter().find(|r| r.name == name)
+        self.index.get(name).map(|i| &self.rows[*i])
     }
 }
 
@@ -331,6 +343,7 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
     }
     Ok(Plan {
         rows: rows.into_iter().map(|r| r.row).collect(),
+        index,
     })
 }
 
@@ -460,6 +473,16 @@ mod tests {
         assert_eq!(cli.files, vec!["src/cli.rs", "src/main.rs"]);
         assert_eq!(cli.line, 7);
         assert_eq!(plan.row("cache").unwrap().estimate, Some(4000));
+        assert!(plan.row("nope").is_none());
+        let waves: Vec<(u32, Vec<&str>)> = plan
+            .by_wave()
+            .into_iter()
+            .map(|(w, rows)| (w, rows.iter().map(|r| r.name.as_str()).collect()))
+            .collect();
+        assert_eq!(
+            waves,
+            [(1, vec!["parse-config", "cache"]), (2, vec!["cli"])]
+        );
         assert!(plan.row("cache").unwrap().files.is_empty());
     }
 

@@ -345,33 +345,25 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             .and_then(|plan| plan.row(node.name()).cloned())
     });
     let subtasks = match (&node.snap.plan, d.counts) {
-        (Some(Ok(plan)), Some(counts)) => {
-            let max_wave = plan.rows.iter().map(|r| r.wave).max().unwrap_or(0);
-            Some(SubtaskSummary {
-                counts,
-                waves: (1..=max_wave)
-                    .map(|w| {
-                        plan.rows
-                            .iter()
-                            .filter(|r| r.wave == w)
-                            .map(|r| r.name.clone())
-                            .collect()
-                    })
-                    .filter(|v: &Vec<String>| !v.is_empty())
-                    .collect(),
-                waiting_on: d.waiting_on.clone(),
-                blocked: d
-                    .blocked
-                    .iter()
-                    .map(|(n, by)| Blocked {
-                        name: n.clone(),
-                        by: by.clone(),
-                    })
-                    .collect(),
-                missing: d.missing.clone(),
-                orphans: d.orphans.clone(),
-            })
-        }
+        (Some(Ok(plan)), Some(counts)) => Some(SubtaskSummary {
+            counts,
+            waves: plan
+                .by_wave()
+                .into_iter()
+                .map(|(_, rows)| rows.iter().map(|r| r.name.clone()).collect())
+                .collect(),
+            waiting_on: d.waiting_on.clone(),
+            blocked: d
+                .blocked
+                .iter()
+                .map(|(n, by)| Blocked {
+                    name: n.clone(),
+                    by: by.clone(),
+                })
+                .collect(),
+            missing: d.missing.clone(),
+            orphans: d.orphans.clone(),
+        }),
         _ => None,
     };
     let isolated = node
