@@ -59,7 +59,7 @@ impl Ctx {
         } else {
             format!(
                 "automaton --project {}",
-                crate::report::shell_quote(&self.project.display().to_string())
+                crate::report::shell_quote_path(&self.project)
             )
         }
     }

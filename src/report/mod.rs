@@ -225,6 +225,27 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
+/// A path quoted for a shell command line: as [`shell_quote`] when it is text; otherwise (a
+/// name of bytes that are not UTF-8) in `$'…'` quoting, each such byte as `\xNN`, so the
+/// printed command still names that very folder (bash, zsh, ksh and dash 0.5.12+ read it).
+pub fn shell_quote_path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(s) = path.to_str() {
+        return shell_quote(s);
+    }
+    let mut out = String::from("$'");
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'\'' => out.push_str("\\'"),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 fn status_label(tree: &TaskTree, i: usize) -> String {
     let node = &tree.nodes[i];
     match node.state() {

@@ -141,6 +141,8 @@ fn a_non_utf8_argument_is_named_never_a_panic() {
         .no_project_flag()
         .args([OsStr::new("-C"), dir, OsStr::new("status")])
         .stdout_contains("**Task: tasks/b**")
+        // The command it prints names that very folder, its byte escaped.
+        .stdout_contains("automaton --project $'[PROJECT]/proj\\xff' orchestrate --task tasks/b")
         .run();
     // One that does not exist is named, not a panic.
     p.test()
