@@ -596,10 +596,10 @@ mod tests {
 
     #[test]
     fn parsing_is_linear_in_the_rows() {
-        // Best of three, so that a busy machine's pauses do not count; linear is ~16x for 16x
+        // Best of five, so that a busy machine's pauses do not count; linear is ~16x for 16x
         // the rows, quadratic ~256x: the bound sits between, far from both.
         let best = |text: &str| {
-            (0..3)
+            (0..5)
                 .map(|_| {
                     let t = std::time::Instant::now();
                     let plan = parse_decomposition(text).unwrap();
