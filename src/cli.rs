@@ -293,7 +293,8 @@ pub struct GraphArgs {
 #[derive(Debug, Args, Default)]
 pub struct OrchestrateArgs {
     /// What to build, in words: creates tasks/<kebab-case-name>/ and drives it.
-    /// Without it, the most advanced unfinished task is continued.
+    /// Without it, the most advanced unfinished task is continued; an empty or blank one, or
+    /// the command word `continue`, is refused (exit 2)
     pub description: Option<String>,
     /// Drive this task folder (path relative to the project root)
     #[arg(long, value_name = "PATH", conflicts_with = "description")]

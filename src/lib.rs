@@ -45,9 +45,15 @@ pub use commands::Ctx;
 
 /// Parse the command line, run the command, and turn the outcome into an exit code.
 pub fn main() -> std::process::ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).take(5).collect();
-    if args.first().map(String::as_str) == Some(process::shim::SHIM_ARG) {
-        let code = process::shim::main(&args[1..]);
+    // `args_os`, not `args`: an argument that is not UTF-8 (a path's bytes) must reach the
+    // parser, which names it, instead of panicking here.
+    let mut args = std::env::args_os().skip(1).take(5);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(process::shim::SHIM_ARG)) {
+        // The shim's arguments are automaton's own (numbers, the exit record's path and the
+        // agent command): text. A project path that is not UTF-8 loses only the exit record,
+        // and a run killed before judging the phase then runs it again.
+        let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
+        let code = process::shim::main(&rest);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // Agents run under the watchdog shim: this very binary, through /proc/self/exe (the file

@@ -46,6 +46,39 @@ pub fn kebab(description: &str) -> String {
     out
 }
 
+/// Words that are commands, never the name of a top-level task: `automaton orchestrate
+/// continue` reads like `automaton continue`, so it must not quietly create `tasks/continue`.
+pub const RESERVED: [&str; 1] = ["continue"];
+
+/// Whether `name` (a kebab-case name) is reserved for a command (see [`RESERVED`]).
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+}
+
+/// Why a request (the description `orchestrate` is given) cannot start a task, or `None`: it
+/// must hold more than whitespace, and must not name a command word ([`RESERVED`]). Such a
+/// request is a usage error, refused before anything is read or written.
+pub fn request_refusal(description: &str) -> Option<String> {
+    if description.trim().is_empty() {
+        return Some(
+            "the task description is empty: describe the task (`automaton orchestrate \"add user \
+             auth\"`), or run `automaton continue` (or `automaton orchestrate` with no \
+             description) to continue the most advanced unfinished task"
+                .into(),
+        );
+    }
+    let slug = kebab(description);
+    if is_reserved(&slug) {
+        return Some(format!(
+            "`{}` is a command, not a task: run `automaton {slug}` (or `automaton orchestrate` \
+             with no description) to continue the most advanced unfinished task, or describe a \
+             new task in more words",
+            description.trim()
+        ));
+    }
+    None
+}
+
 /// The task roots, relative to the project.
 pub const ROOTS: [&str; 2] = ["tasks", ".automaton/tasks"];
 
@@ -101,6 +134,21 @@ pub fn task_path(input: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn empty_blank_and_reserved_requests_are_refused() {
+        for blank in ["", "   ", "\t\n"] {
+            let why = request_refusal(blank).unwrap();
+            assert!(why.starts_with("the task description is empty"), "{why}");
+        }
+        for word in ["continue", " Continue ", "CONTINUE!"] {
+            let why = request_refusal(word).unwrap();
+            assert!(why.contains("is a command, not a task"), "{why}");
+        }
+        assert_eq!(request_refusal("continue the import"), None);
+        assert_eq!(request_refusal("add user auth"), None);
+        assert!(is_reserved("continue") && !is_reserved("continued"));
+    }
 
     #[test]
     fn kebab_names() {

@@ -12,6 +12,7 @@
 
 use crate::names::is_kebab;
 use crate::state::PlannedSubtask;
+use std::collections::HashMap;
 
 /// One row of the table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,9 +33,21 @@ pub struct SubtaskRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     pub rows: Vec<SubtaskRow>,
+    /// Name -> index in `rows`: a lookup per sub-task must not scan the plan.
+    index: HashMap<String, usize>,
 }
 
 impl Plan {
+    /// The rows grouped by wave, lowest first, each wave in plan order (one pass, not one per
+    /// wave number: waves may be numbered up to the row count).
+    pub fn by_wave(&self) -> Vec<(u32, Vec<&SubtaskRow>)> {
+        let mut waves: std::collections::BTreeMap<u32, Vec<&SubtaskRow>> = Default::default();
+        for r in &self.rows {
+            waves.entry(r.wave).or_default().push(r);
+        }
+        waves.into_iter().collect()
+    }
+
     /// The dependency view the state machine needs.
     pub fn planned(&self) -> Vec<PlannedSubtask> {
         self.rows
@@ -47,23 +60,63 @@ impl Plan {
     }
 
     pub fn row(&self, name: &str) -> Option<&SubtaskRow> {
-        self.rows.iter().find(|r| r.name == name)
+        self.index.get(name).map(|i| &self.rows[*i])
     }
 }
 
-/// Why a DECOMPOSITION.md was refused. `line` is 0 when the problem is the whole file.
+/// One problem of a DECOMPOSITION.md. `line` is 0 when the problem is the whole file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{message}", if *line > 0 { format!("line {line}: ") } else { String::new() })]
-pub struct PlanError {
+pub struct Problem {
     pub line: usize,
     pub message: String,
 }
 
+/// Why a DECOMPOSITION.md was refused: every problem of its table, in line order (so one fix
+/// cycle can mend them all). The message lists the first [`SHOWN_PROBLEMS`] and counts the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError {
+    pub problems: Vec<Problem>,
+}
+
+/// How many problems a [`PlanError`]'s message spells out.
+pub const SHOWN_PROBLEMS: usize = 50;
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.problems.len();
+        if n > 1 {
+            write!(f, "{n} errors: ")?;
+        }
+        for (i, p) in self.problems.iter().take(SHOWN_PROBLEMS).enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        if n > SHOWN_PROBLEMS {
+            write!(f, "; and {} more", n - SHOWN_PROBLEMS)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+impl PlanError {
+    /// A refusal of one problem.
+    pub fn one(line: usize, message: impl Into<String>) -> Self {
+        PlanError {
+            problems: vec![Problem {
+                line,
+                message: message.into(),
+            }],
+        }
+    }
+}
+
 fn err<T>(line: usize, message: impl Into<String>) -> Result<T, PlanError> {
-    Err(PlanError {
-        line,
-        message: message.into(),
-    })
+    Err(PlanError::one(line, message))
 }
 
 #[derive(Default)]
@@ -158,33 +211,41 @@ fn list(cell: &str) -> Vec<String> {
         .collect()
 }
 
-/// Parse and check a DECOMPOSITION.md.
+/// A row as read, before the graph is checked: its wave is `None` when its cell is bad.
+struct Read {
+    row: SubtaskRow,
+    wave_ok: bool,
+}
+
+/// Parse and check a DECOMPOSITION.md, naming every problem of its table at once. Linear in
+/// the text: each line is split once, and names are looked up in a hash map.
 pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut i = 0;
-    let cols = loop {
-        let Some(line) = lines.get(i) else {
+    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
+    let (header_line, cols) = loop {
+        let Some((n, line)) = lines.next() else {
             return err(
                 0,
                 "no sub-task table (expected a header like `| Sub-task | Wave | Depends on | Estimated peak context |`)",
             );
         };
-        i += 1;
         if line.trim_start().starts_with('|')
             && let Some(c) = header_columns(&cells(line))
         {
-            break c;
+            break (n, c);
         }
     };
-    let header_line = i;
     let Some(deps_col) = cols.deps else {
         return err(header_line, "the table has no `Depends on` column");
     };
     let name_col = cols.name.unwrap_or(0);
     let wave_col = cols.wave.unwrap_or(1);
-    let mut rows: Vec<SubtaskRow> = Vec::new();
-    while let Some(line) = lines.get(i) {
-        i += 1;
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut problem = |line: usize, message: String| problems.push(Problem { line, message });
+    let mut rows: Vec<Read> = Vec::new();
+    // Name -> index in `rows`, and the line of each name seen (duplicates say where).
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for (i, line) in lines {
         if !line.trim_start().starts_with('|') {
             break;
         }
@@ -198,29 +259,32 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
                 .unwrap_or("")
         };
         let name = cell(Some(name_col)).to_string();
+        let mut name_ok = true;
         if name.is_empty() {
-            return err(i, "cell `Sub-task` is empty");
-        }
-        if !is_kebab(&name) {
-            return err(
+            problem(i, "cell `Sub-task` is empty".into());
+            name_ok = false;
+        } else if !is_kebab(&name) {
+            problem(
                 i,
                 format!(
                     "cell `Sub-task`: `{name}` is not a kebab-case name (try `{}`)",
                     crate::names::kebab(&name)
                 ),
             );
+            name_ok = false;
         }
         let wave_text = cell(Some(wave_col));
         let wave = match wave_text
             .trim_start_matches(|c: char| c.is_alphabetic() || c == ' ')
             .parse::<u32>()
         {
-            Ok(w) if w > 0 => w,
+            Ok(w) if w > 0 => Some(w),
             _ => {
-                return err(
+                problem(
                     i,
                     format!("cell `Wave`: `{wave_text}` is not a wave number (1, 2, ...)"),
                 );
+                None
             }
         };
         let est_text = cell(cols.estimate);
@@ -231,124 +295,163 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
             match crate::settings::value::parse_tokens(tokens_text) {
                 Ok(t) => t,
                 Err(_) => {
-                    return err(
+                    problem(
                         i,
                         format!(
                             "cell `Estimated peak context`: `{est_text}` is not a token count like 6k"
                         ),
                     );
+                    None
                 }
             }
         };
-        if let Some(prev) = rows.iter().find(|r| r.name == name) {
-            return err(
-                i,
-                format!(
-                    "sub-task `{name}` is listed twice (also on line {})",
-                    prev.line
-                ),
-            );
+        if !name.is_empty() {
+            if let Some(prev) = seen.get(&name) {
+                problem(
+                    i,
+                    format!("sub-task `{name}` is listed twice (also on line {prev})"),
+                );
+                continue;
+            }
+            seen.insert(name.clone(), i);
         }
-        rows.push(SubtaskRow {
-            name,
-            wave,
-            depends_on: list(cell(Some(deps_col))),
-            estimate,
-            files: list(cell(cols.files)),
-            scope: cell(cols.scope).to_string(),
-            line: i,
+        if !name_ok {
+            continue;
+        }
+        index.insert(name.clone(), rows.len());
+        rows.push(Read {
+            row: SubtaskRow {
+                name,
+                wave: wave.unwrap_or(0),
+                depends_on: list(cell(Some(deps_col))),
+                estimate,
+                files: list(cell(cols.files)),
+                scope: cell(cols.scope).to_string(),
+                line: i,
+            },
+            wave_ok: wave.is_some(),
         });
     }
-    if rows.is_empty() {
+    if rows.is_empty() && problems.is_empty() {
         return err(header_line, "the sub-task table has no rows");
     }
-    check_graph(&rows)?;
-    Ok(Plan { rows })
+    check_graph(&rows, &index, &seen, &mut problems);
+    if !problems.is_empty() {
+        // In line order; a row's own problems before its graph's (the sort is stable).
+        problems.sort_by_key(|p| p.line);
+        return Err(PlanError { problems });
+    }
+    Ok(Plan {
+        rows: rows.into_iter().map(|r| r.row).collect(),
+        index,
+    })
 }
 
-fn check_graph(rows: &[SubtaskRow]) -> Result<(), PlanError> {
-    let index = |name: &str| rows.iter().position(|r| r.name == name);
+/// Every problem of the dependency graph (`listed`: every name in the table, also those with
+/// problems of their own): unknown dependencies, self-dependencies, cycles
+/// (each named by its path, `a -> b -> a`), and waves no later than a dependency's (rows on a
+/// cycle, or with a bad wave cell, are not compared). Linear in rows plus dependencies.
+fn check_graph(
+    rows: &[Read],
+    index: &HashMap<String, usize>,
+    listed: &HashMap<String, usize>,
+    problems: &mut Vec<Problem>,
+) {
+    // The known dependencies of each row, as indexes.
+    let mut edges: Vec<Vec<usize>> = Vec::with_capacity(rows.len());
     for r in rows {
+        let r = &r.row;
+        let mut out = Vec::new();
         for d in &r.depends_on {
-            if index(d).is_none() {
-                return err(
-                    r.line,
-                    format!(
+            match index.get(d) {
+                // Listed with a bad name: that row's own problem says so.
+                None if listed.contains_key(d) => {}
+                None => problems.push(Problem {
+                    line: r.line,
+                    message: format!(
                         "cell `Depends on`: `{}` depends on unknown sub-task `{d}`",
                         r.name
                     ),
-                );
-            }
-            if *d == r.name {
-                return err(r.line, format!("dependency cycle: {0} -> {0}", r.name));
+                }),
+                Some(_) if *d == r.name => problems.push(Problem {
+                    line: r.line,
+                    message: format!("dependency cycle: {0} -> {0}", r.name),
+                }),
+                Some(&j) => out.push(j),
             }
         }
+        edges.push(out);
     }
-    // Depth-first search for a cycle, reporting its path.
+    // Depth-first search, iterative (a plan may be a chain of thousands), reporting the path
+    // of the cycle each back edge closes.
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
         OnPath,
         Done,
     }
-    fn visit(
-        at: usize,
-        rows: &[SubtaskRow],
-        marks: &mut [Mark],
-        path: &mut Vec<usize>,
-    ) -> Option<Vec<usize>> {
-        marks[at] = Mark::OnPath;
-        path.push(at);
-        for d in &rows[at].depends_on {
-            let Some(next) = rows.iter().position(|r| r.name == *d) else {
+    let mut marks = vec![Mark::New; rows.len()];
+    let mut on_cycle = vec![false; rows.len()];
+    let mut path: Vec<usize> = Vec::new();
+    let mut position = vec![0usize; rows.len()];
+    for start in 0..rows.len() {
+        if marks[start] != Mark::New {
+            continue;
+        }
+        // (row, next edge to follow)
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        marks[start] = Mark::OnPath;
+        position[start] = path.len();
+        path.push(start);
+        while let Some(&mut (at, ref mut next)) = stack.last_mut() {
+            let Some(&to) = edges[at].get(*next) else {
+                marks[at] = Mark::Done;
+                path.pop();
+                stack.pop();
                 continue;
             };
-            match marks[next] {
+            *next += 1;
+            match marks[to] {
                 Mark::OnPath => {
-                    let start = path.iter().position(|p| *p == next).unwrap_or(0);
-                    let mut cycle = path[start..].to_vec();
-                    cycle.push(next);
-                    return Some(cycle);
+                    let cycle = &path[position[to]..];
+                    for &c in cycle {
+                        on_cycle[c] = true;
+                    }
+                    let mut names: Vec<&str> =
+                        cycle.iter().map(|i| rows[*i].row.name.as_str()).collect();
+                    names.push(rows[to].row.name.as_str());
+                    problems.push(Problem {
+                        line: rows[to].row.line,
+                        message: format!("dependency cycle: {}", names.join(" -> ")),
+                    });
                 }
                 Mark::New => {
-                    if let Some(c) = visit(next, rows, marks, path) {
-                        return Some(c);
-                    }
+                    marks[to] = Mark::OnPath;
+                    position[to] = path.len();
+                    path.push(to);
+                    stack.push((to, 0));
                 }
                 Mark::Done => {}
             }
         }
-        path.pop();
-        marks[at] = Mark::Done;
-        None
     }
-    let mut marks = vec![Mark::New; rows.len()];
-    for start in 0..rows.len() {
-        if marks[start] == Mark::New
-            && let Some(cycle) = visit(start, rows, &mut marks, &mut Vec::new())
-        {
-            let names: Vec<&str> = cycle.iter().map(|i| rows[*i].name.as_str()).collect();
-            return err(
-                rows[cycle[0]].line,
-                format!("dependency cycle: {}", names.join(" -> ")),
-            );
+    for (i, r) in rows.iter().enumerate() {
+        if !r.wave_ok || on_cycle[i] {
+            continue;
         }
-    }
-    for r in rows {
-        for d in &r.depends_on {
-            let dep = &rows[index(d).unwrap_or(0)];
-            if dep.wave >= r.wave {
-                return err(
-                    r.line,
-                    format!(
+        for &j in &edges[i] {
+            let dep = &rows[j];
+            if dep.wave_ok && !on_cycle[j] && dep.row.wave >= r.row.wave {
+                problems.push(Problem {
+                    line: r.row.line,
+                    message: format!(
                         "cell `Wave`: `{}` is in wave {} but depends on `{}` in wave {} (a sub-task's wave must be later than its dependencies')",
-                        r.name, r.wave, dep.name, dep.wave
+                        r.row.name, r.row.wave, dep.row.name, dep.row.wave
                     ),
-                );
+                });
             }
         }
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -370,6 +473,16 @@ mod tests {
         assert_eq!(cli.files, vec!["src/cli.rs", "src/main.rs"]);
         assert_eq!(cli.line, 7);
         assert_eq!(plan.row("cache").unwrap().estimate, Some(4000));
+        assert!(plan.row("nope").is_none());
+        let waves: Vec<(u32, Vec<&str>)> = plan
+            .by_wave()
+            .into_iter()
+            .map(|(w, rows)| (w, rows.iter().map(|r| r.name.as_str()).collect()))
+            .collect();
+        assert_eq!(
+            waves,
+            [(1, vec!["parse-config", "cache"]), (2, vec!["cli"])]
+        );
         assert!(plan.row("cache").unwrap().files.is_empty());
     }
 
@@ -426,6 +539,81 @@ mod tests {
             e("| a | 1 | - | 6k | - | x |\n| b | - | 2 | a | 6k | y |\n")
                 .contains("line 6: cell `Wave`: `-` is not a wave number")
         );
+    }
+
+    #[test]
+    fn every_problem_of_the_table_is_named_at_once() {
+        let e = parse_decomposition(&format!(
+            "{HEADER}| a | x | - | 6k | - | x |\n| b | 2 | zed | 6k | - | x |\n\
+             | Bad Name | 1 | - | lots | - | x |\n| c | 2 | Bad Name, a | 6k | - | x |\n\
+             | b | 3 | - | 6k | - | x |\n| d | 1 | e | 6k | - | x |\n| e | 2 | d | 6k | - | x |\n"
+        ))
+        .unwrap_err();
+        let lines: Vec<usize> = e.problems.iter().map(|p| p.line).collect();
+        // a's wave; b's unknown dependency; Bad Name's name and estimate; b twice; the cycle
+        // d -> e -> d (no wave complaint on it); c's wave is not compared with a's bad one.
+        assert_eq!(lines, [5, 6, 7, 7, 9, 10], "{e}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("6 errors: line 5: cell `Wave`: `x`"),
+            "{text}"
+        );
+        for part in [
+            "line 6: cell `Depends on`: `b` depends on unknown sub-task `zed`",
+            "line 7: cell `Sub-task`: `Bad Name` is not a kebab-case name",
+            "line 7: cell `Estimated peak context`: `lots`",
+            "line 9: sub-task `b` is listed twice (also on line 6)",
+            "line 10: dependency cycle: d -> e -> d",
+        ] {
+            assert!(text.contains(part), "{part} in {text}");
+        }
+        // Many problems: the first ones are spelled out, the rest counted.
+        let rows: String = (0..80)
+            .map(|i| format!("| t{i} | 0 | - | - | - | x |\n"))
+            .collect();
+        let e = parse_decomposition(&format!("{HEADER}{rows}")).unwrap_err();
+        assert_eq!(e.problems.len(), 80);
+        assert!(e.to_string().ends_with("; and 30 more"), "{e}");
+    }
+
+    /// A chain of `n` rows, each depending on the one before (the longest path the graph
+    /// checks walk).
+    fn chain(n: usize) -> String {
+        let mut s = String::from(HEADER);
+        for i in 0..n {
+            let dep = if i == 0 {
+                "-".to_string()
+            } else {
+                format!("t{}", i - 1)
+            };
+            s.push_str(&format!(
+                "| t{i} | {} | {dep} | 4k | src/t{i}.rs | Part {i} |\n",
+                i + 1
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn parsing_is_linear_in_the_rows() {
+        // Best of five, so that a busy machine's pauses do not count; linear is ~16x for 16x
+        // the rows, quadratic ~256x: the bound sits between, far from both.
+        let best = |text: &str| {
+            (0..5)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    let plan = parse_decomposition(text).unwrap();
+                    let d = t.elapsed();
+                    assert!(plan.rows.len() >= 1000);
+                    d
+                })
+                .min()
+                .unwrap()
+        };
+        let (small, large) = (chain(1000), chain(16_000));
+        let (a, b) = (best(&small), best(&large));
+        let ratio = b.as_secs_f64() / a.as_secs_f64().max(1e-6);
+        assert!(ratio < 64.0, "1k rows {a:?}, 16k rows {b:?}: {ratio:.0}x");
     }
 
     #[test]

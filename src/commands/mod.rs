@@ -59,7 +59,7 @@ impl Ctx {
         } else {
             format!(
                 "automaton --project {}",
-                crate::report::shell_quote(&self.project.display().to_string())
+                crate::report::shell_quote_path(&self.project)
             )
         }
     }
@@ -69,6 +69,13 @@ impl Ctx {
 pub fn main() -> ExitCode {
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.kind() == clap::error::ErrorKind::InvalidUtf8 => {
+            eprintln!(
+                "error: {}",
+                invalid_utf8_message(std::env::args_os().skip(1))
+            );
+            return ExitCode::from(exit::USAGE);
+        }
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() {
@@ -98,6 +105,19 @@ pub fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The usage error for an argument that is not UTF-8 (clap only says that one is), naming it
+/// with its bytes escaped. Only a path (`--project`/`-C`) may be any bytes.
+fn invalid_utf8_message(args: impl Iterator<Item = std::ffi::OsString>) -> String {
+    match args.enumerate().find(|(_, a)| a.to_str().is_none()) {
+        Some((i, a)) => format!(
+            "argument {} ({a:?}) is not valid UTF-8: task paths, descriptions and values must be \
+             text (only the folder of --project/-C may be any bytes)",
+            i + 1
+        ),
+        None => "an argument is not valid UTF-8".into(),
+    }
+}
+
 /// Whether the command was asked for JSON: then an error is printed as a JSON object on stdout
 /// (see [`json_error`]) instead of an `error:` line on stderr.
 fn json_mode(command: &cli::Command) -> bool {
@@ -124,6 +144,16 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Man => return shell::man_command(),
         cli::Command::Init(args) => return init::init_command(cli.project.as_deref(), args),
         _ => {}
+    }
+    // An empty, blank or reserved request is a usage error before anything is looked at: it
+    // must never fall through to `continue` and drive some other task.
+    if let cli::Command::Orchestrate(cli::OrchestrateArgs {
+        description: Some(desc),
+        ..
+    }) = &cli.command
+        && let Some(why) = crate::names::request_refusal(desc)
+    {
+        return Err(Error::Usage(why));
     }
     let (project, found) = project::locate(cli.project.as_deref())?;
     if !project.is_dir() {

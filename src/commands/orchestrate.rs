@@ -389,15 +389,30 @@ fn finish(
     Ok(kind.code())
 }
 
-/// The agent's program must be found before anything runs or any task changes state: a
-/// missing one is an error naming the setting it came from and where that was set.
+/// The agent's program (and the script an interpreter is given) must be found before anything
+/// runs or any task changes state: a missing one is an error naming the setting it came from
+/// and where that was set.
 fn check_agent_program(
     settings: &Settings,
     agent_command: &str,
     project: &std::path::Path,
 ) -> super::Result<()> {
-    let Some(program) = crate::run::preflight::missing_program(agent_command, project) else {
-        return Ok(());
+    use crate::run::preflight::Missing;
+    let program = match crate::run::preflight::missing(agent_command, project) {
+        None => return Ok(()),
+        Some(Missing::Program(program)) => program,
+        Some(Missing::Script {
+            interpreter,
+            script,
+        }) => {
+            return Err(missing_script(
+                settings,
+                agent_command,
+                project,
+                &interpreter,
+                &script,
+            ));
+        }
     };
     let key = if settings.text(Key::AgentCommand).is_some() {
         Key::AgentCommand
@@ -447,6 +462,28 @@ fn check_agent_program(
         setting.origin,
         line = crate::settings::value::redact(agent_command),
     )))
+}
+
+/// The error for an agent line whose interpreter's script is not there (`sh agents/claude.sh`).
+fn missing_script(
+    settings: &Settings,
+    agent_command: &str,
+    project: &std::path::Path,
+    interpreter: &str,
+    script: &str,
+) -> Error {
+    let setting = settings.get(Key::AgentCommand);
+    Error::AgentNotFound(format!(
+        "the agent script `{script}` (run by `{interpreter}`) does not exist in {}, the folder \
+         the agent runs in: `- **{}**: {}` ({}) runs `{}`; create it or correct the path \
+         (`automaton config` shows every setting and where it came from). Nothing ran and no \
+         task changed state.",
+        project.display(),
+        setting.spec.key,
+        crate::settings::value::redact(&setting.raw),
+        setting.origin,
+        crate::settings::value::redact(agent_command),
+    ))
 }
 
 /// `--referee-again`: move VERDICT.md aside (to `logs/VERDICT-<n>.md`, nothing is lost), so

@@ -8,6 +8,15 @@ use crate::task::{NewTask, create_task};
 
 pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> super::Result<u8> {
     let rel = names::task_path(&args.path).map_err(super::Error::Input)?;
+    if let Some(word) = names::ROOTS
+        .iter()
+        .filter_map(|root| rel.strip_prefix(&format!("{root}/")))
+        .find(|name| names::is_reserved(name))
+    {
+        return Err(super::Error::Input(format!(
+            "`{word}` is a command word (`automaton {word}`), not a task name: choose another name"
+        )));
+    }
     let start = State::parse(&args.at).ok_or_else(|| {
         super::Error::Input(format!(
             "unknown state `{}`; one of: {}",

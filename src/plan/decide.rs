@@ -326,9 +326,16 @@ impl Budget {
 
 /// What [`retry`] looks at after a failed phase attempt.
 #[derive(Debug, Clone, Copy)]
-pub struct RetryFacts {
+pub struct RetryFacts<'a> {
     /// How the attempt failed ([`judge_phase`]'s stop).
     pub kind: StopKind,
+    /// The agent's exit status, when it exited by itself (not stopped by a cap or a signal).
+    pub exit_code: Option<i32>,
+    /// The agent's one-line error of this attempt (its own error, else its last output line),
+    /// when it failed ([`StopKind::AgentFailed`]).
+    pub error_line: Option<&'a str>,
+    /// The same for the attempt before, when that one failed the same phase just before.
+    pub previous_error: Option<&'a str>,
     /// Failed attempts of this phase in this run, this one included (1 after the first).
     pub failures: u32,
     /// `- **Retries**`: attempts allowed after the first.
@@ -363,6 +370,51 @@ pub enum GiveUp {
     IterationCap,
     /// The wait would end past the total-time deadline.
     Deadline,
+    /// The failure cannot change by trying again: stop at once, without the backoff.
+    CannotChange(Unchanging),
+}
+
+/// Why a failed attempt would fail the same way again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unchanging {
+    /// Exit status 126: the shell found the command but cannot execute it (permissions, a
+    /// folder, a bad interpreter line).
+    NotExecutable,
+    /// Exit status 127: the shell did not find the command (or the script it was given).
+    NotFound,
+    /// The same one-line error as the attempt before (and not a rate limit).
+    SameError,
+}
+
+impl Unchanging {
+    /// Why it is not retried, for the stop reason.
+    pub fn why(self) -> &'static str {
+        match self {
+            Unchanging::NotExecutable => "the command cannot be executed (126): not retried",
+            Unchanging::NotFound => "the command or its script was not found (127): not retried",
+            Unchanging::SameError => "the same error as the attempt before: not retried again",
+        }
+    }
+}
+
+/// Whether an agent failure cannot change on another attempt: the shell's "cannot execute"
+/// (126) and "not found" (127), or the same one-line error twice in a row. A rate limit or
+/// overload always may change.
+pub fn unchanging(f: &RetryFacts<'_>) -> Option<Unchanging> {
+    if f.kind != StopKind::AgentFailed || f.rate_limited {
+        return None;
+    }
+    match f.exit_code {
+        Some(126) => return Some(Unchanging::NotExecutable),
+        Some(127) => return Some(Unchanging::NotFound),
+        _ => {}
+    }
+    match (f.error_line, f.previous_error) {
+        (Some(now), Some(before)) if !now.trim().is_empty() && now.trim() == before.trim() => {
+            Some(Unchanging::SameError)
+        }
+        _ => None,
+    }
 }
 
 /// Retry or not, after a failed phase attempt.
@@ -389,11 +441,14 @@ pub fn backoff_for(n: u32, backoff: Duration, rate_limited: bool) -> Duration {
 }
 
 /// Decide whether a failed phase attempt runs again: only a retryable failure, outside
-/// `--step`, while retries are left, under the iteration cap, and when the wait ends before
-/// the total-time deadline.
-pub fn retry(f: &RetryFacts) -> Retry {
+/// `--step`, that another attempt can change ([`unchanging`]), while retries are left, under
+/// the iteration cap, and when the wait ends before the total-time deadline.
+pub fn retry(f: &RetryFacts<'_>) -> Retry {
     if !f.kind.is_retryable() || f.step {
         return Retry::GiveUp(GiveUp::NotRetryable);
+    }
+    if let Some(why) = unchanging(f) {
+        return Retry::GiveUp(GiveUp::CannotChange(why));
     }
     if f.failures > f.retries {
         return Retry::GiveUp(GiveUp::Exhausted);
@@ -624,6 +679,20 @@ mod tests {
         if !retryable || f.step {
             return Retry::GiveUp(GiveUp::NotRetryable);
         }
+        if f.kind == StopKind::AgentFailed && !f.rate_limited {
+            if f.exit_code == Some(126) {
+                return Retry::GiveUp(GiveUp::CannotChange(Unchanging::NotExecutable));
+            }
+            if f.exit_code == Some(127) {
+                return Retry::GiveUp(GiveUp::CannotChange(Unchanging::NotFound));
+            }
+            if let (Some(a), Some(b)) = (f.error_line, f.previous_error)
+                && !a.trim().is_empty()
+                && a.trim() == b.trim()
+            {
+                return Retry::GiveUp(GiveUp::CannotChange(Unchanging::SameError));
+            }
+        }
         let attempts_allowed = 1 + f.retries;
         if f.failures >= attempts_allowed {
             return Retry::GiveUp(GiveUp::Exhausted);
@@ -657,29 +726,127 @@ mod tests {
                     for backoff_ms in [0, 200, 10_000] {
                         for (iterations, max_iterations) in [(1, 10), (9, 10), (10, 10)] {
                             for flags in 0..8u8 {
-                                let bit = |n: u8| flags & (1 << n) != 0;
-                                let f = RetryFacts {
-                                    kind,
-                                    failures,
-                                    retries,
-                                    rate_limited: bit(0),
-                                    backoff: Duration::from_millis(backoff_ms),
-                                    iterations,
-                                    max_iterations,
-                                    step: bit(1),
-                                    now: t0,
-                                    deadline: t0
-                                        + Duration::from_secs(if bit(2) { 15 } else { 86_400 }),
-                                };
-                                assert_eq!(retry(&f), retry_reference(&f), "{f:?}");
-                                cases += 1;
+                                for (exit_code, error_line, previous_error) in ENDS {
+                                    let bit = |n: u8| flags & (1 << n) != 0;
+                                    let f = RetryFacts {
+                                        kind,
+                                        exit_code,
+                                        error_line,
+                                        previous_error,
+                                        failures,
+                                        retries,
+                                        rate_limited: bit(0),
+                                        backoff: Duration::from_millis(backoff_ms),
+                                        iterations,
+                                        max_iterations,
+                                        step: bit(1),
+                                        now: t0,
+                                        deadline: t0
+                                            + Duration::from_secs(if bit(2) { 15 } else { 86_400 }),
+                                    };
+                                    assert_eq!(retry(&f), retry_reference(&f), "{f:?}");
+                                    cases += 1;
+                                }
                             }
                         }
                     }
                 }
             }
         }
-        assert_eq!(cases, StopKind::TABLE.len() * 5 * 4 * 3 * 3 * 8);
+        assert_eq!(
+            cases,
+            StopKind::TABLE.len() * 5 * 4 * 3 * 3 * 8 * ENDS.len()
+        );
+    }
+
+    /// How an agent's attempt ended, for the retry cases: (exit status, its one-line error,
+    /// the attempt before's).
+    const ENDS: [(Option<i32>, Option<&str>, Option<&str>); 8] = [
+        (Some(3), Some("boom"), None),
+        (Some(3), Some("boom"), Some("boom")),
+        (Some(3), Some("boom "), Some(" boom")),
+        (Some(3), Some("boom 2"), Some("boom 1")),
+        (Some(3), Some("  "), Some("  ")),
+        (Some(126), None, None),
+        (Some(127), Some("sh: 0: cannot open a.sh"), None),
+        (None, None, None),
+    ];
+
+    #[test]
+    fn what_cannot_change_stops_at_once() {
+        let t0 = Instant::now();
+        let f = |kind, exit_code, error_line, previous_error, rate_limited| RetryFacts {
+            kind,
+            exit_code,
+            error_line,
+            previous_error,
+            failures: 1,
+            retries: 2,
+            rate_limited,
+            backoff: Duration::from_secs(10),
+            iterations: 1,
+            max_iterations: 10,
+            step: false,
+            now: t0,
+            deadline: t0 + Duration::from_secs(86_400),
+        };
+        let give_up = |why| Retry::GiveUp(GiveUp::CannotChange(why));
+        let agent = StopKind::AgentFailed;
+        assert_eq!(
+            retry(&f(
+                agent,
+                Some(127),
+                Some("sh: 0: cannot open a.sh"),
+                None,
+                false
+            )),
+            give_up(Unchanging::NotFound)
+        );
+        assert_eq!(
+            retry(&f(agent, Some(126), None, None, false)),
+            give_up(Unchanging::NotExecutable)
+        );
+        assert_eq!(
+            retry(&f(
+                agent,
+                Some(1),
+                Some("error: x"),
+                Some("error: x"),
+                false
+            )),
+            give_up(Unchanging::SameError)
+        );
+        // A different line, a first failure, a rate limit or another kind of stop: retried.
+        let after = Retry::After(Duration::from_secs(10));
+        assert_eq!(
+            retry(&f(
+                agent,
+                Some(1),
+                Some("error: y"),
+                Some("error: x"),
+                false
+            )),
+            after
+        );
+        assert_eq!(
+            retry(&f(agent, Some(1), Some("error: x"), None, false)),
+            after
+        );
+        assert_eq!(
+            retry(&f(agent, Some(127), Some("429"), Some("429"), true)),
+            after
+        );
+        assert_eq!(
+            retry(&f(
+                StopKind::BadArtifact,
+                Some(0),
+                Some("x"),
+                Some("x"),
+                false
+            )),
+            after
+        );
+        assert!(Unchanging::NotFound.why().contains("127"));
     }
 
     #[test]

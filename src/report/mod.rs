@@ -247,6 +247,27 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
+/// A path quoted for a shell command line: as [`shell_quote`] when it is text; otherwise (a
+/// name of bytes that are not UTF-8) in `$'…'` quoting, each such byte as `\xNN`, so the
+/// printed command still names that very folder (bash, zsh, ksh and dash 0.5.12+ read it).
+pub fn shell_quote_path(path: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    if let Some(s) = path.to_str() {
+        return shell_quote(s);
+    }
+    let mut out = String::from("$'");
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'\'' => out.push_str("\\'"),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 fn status_label(tree: &TaskTree, i: usize) -> String {
     let node = &tree.nodes[i];
     match node.state() {
@@ -320,33 +341,25 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             .and_then(|plan| plan.row(node.name()).cloned())
     });
     let subtasks = match (&node.snap.plan, d.counts) {
-        (Some(Ok(plan)), Some(counts)) => {
-            let max_wave = plan.rows.iter().map(|r| r.wave).max().unwrap_or(0);
-            Some(SubtaskSummary {
-                counts,
-                waves: (1..=max_wave)
-                    .map(|w| {
-                        plan.rows
-                            .iter()
-                            .filter(|r| r.wave == w)
-                            .map(|r| r.name.clone())
-                            .collect()
-                    })
-                    .filter(|v: &Vec<String>| !v.is_empty())
-                    .collect(),
-                waiting_on: d.waiting_on.clone(),
-                blocked: d
-                    .blocked
-                    .iter()
-                    .map(|(n, by)| Blocked {
-                        name: n.clone(),
-                        by: by.clone(),
-                    })
-                    .collect(),
-                missing: d.missing.clone(),
-                orphans: d.orphans.clone(),
-            })
-        }
+        (Some(Ok(plan)), Some(counts)) => Some(SubtaskSummary {
+            counts,
+            waves: plan
+                .by_wave()
+                .into_iter()
+                .map(|(_, rows)| rows.iter().map(|r| r.name.clone()).collect())
+                .collect(),
+            waiting_on: d.waiting_on.clone(),
+            blocked: d
+                .blocked
+                .iter()
+                .map(|(n, by)| Blocked {
+                    name: n.clone(),
+                    by: by.clone(),
+                })
+                .collect(),
+            missing: d.missing.clone(),
+            orphans: d.orphans.clone(),
+        }),
         _ => None,
     };
     let isolated = node

@@ -4,7 +4,7 @@
 
 use super::event::Event;
 use super::isolation::Workspace;
-use super::judge::{Attempt, Freeze, after_phase, freeze, frozen_reason, one_phase};
+use super::judge::{Attempt, Failures, Freeze, after_phase, freeze, frozen_reason, one_phase};
 use super::phase::run_verify;
 use super::subtasks::sync_subtasks;
 use super::waves::{run_children, run_waves, step_subtask};
@@ -160,8 +160,8 @@ struct Drive<'r, 'a> {
     ws: Option<&'r Workspace>,
     /// Phases run for this task in this run (the iteration cap counts them).
     iterations: u64,
-    /// The phase whose attempts failed in this run, and how many did.
-    failed: Option<(Phase, u32)>,
+    /// The phase whose attempts failed in this run, how many did, and the last one's error.
+    failed: Option<Failures>,
     /// The folder as the last phase's validation read it: the next turn starts from it
     /// instead of reading again.
     fresh: Option<TaskTree>,

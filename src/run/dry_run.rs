@@ -154,24 +154,15 @@ fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned
 /// `wave 1: a, b; wave 2: c` for a task's plan.
 fn waves_in_words(node: &crate::task::TaskNode) -> String {
     match &node.snap.plan {
-        Some(Ok(plan)) => {
-            let mut waves: Vec<u32> = plan.rows.iter().map(|r| r.wave).collect();
-            waves.sort_unstable();
-            waves.dedup();
-            waves
-                .iter()
-                .map(|w| {
-                    let names: Vec<&str> = plan
-                        .rows
-                        .iter()
-                        .filter(|r| r.wave == *w)
-                        .map(|r| r.name.as_str())
-                        .collect();
-                    format!("wave {w}: {}", names.join(", "))
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        }
+        Some(Ok(plan)) => plan
+            .by_wave()
+            .into_iter()
+            .map(|(w, rows)| {
+                let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+                format!("wave {w}: {}", names.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
         _ => String::new(),
     }
 }

@@ -12,7 +12,7 @@ use crate::plan::decide::{
 };
 use crate::state::{Artifact, Phase};
 use crate::task::{TaskTree, frozen};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The stop reason of a changed frozen acceptance file.
 pub(super) fn frozen_reason(rel: &str, what: &str) -> String {
@@ -33,9 +33,23 @@ pub(super) enum PhaseEnd {
         reason: String,
         rate_limited: bool,
         attempt: u32,
+        /// The agent's exit status, when it exited by itself.
+        exit_code: Option<i32>,
+        /// Its one-line error (its own, else its last output line), when the agent failed.
+        error_line: Option<String>,
+        /// The phase log (absolute), whose last lines a stop shows.
+        log: PathBuf,
     },
     /// The task (or the run) stops; already recorded and announced.
     Stop(Outcome),
+}
+
+/// The failed attempts of one phase in a row in this run.
+pub(super) struct Failures {
+    phase: Phase,
+    count: u32,
+    /// The last failed attempt's one-line error.
+    last_error: Option<String>,
 }
 
 /// Which phase ran, and the task's iteration count after it.
@@ -53,10 +67,10 @@ pub(super) fn after_phase(
     dir: &Path,
     at: Attempt,
     end: PhaseEnd,
-    failed: &mut Option<(Phase, u32)>,
+    failed: &mut Option<Failures>,
     fresh: &mut Option<TaskTree>,
 ) -> super::Result<Option<Outcome>> {
-    let (kind, reason, rate_limited, attempt) = match end {
+    let (kind, reason, rate_limited, attempt, exit_code, error_line, log) = match end {
         PhaseEnd::Done(tree) => {
             *failed = None;
             *fresh = Some(tree);
@@ -68,15 +82,27 @@ pub(super) fn after_phase(
             reason,
             rate_limited,
             attempt,
-        } => (kind, reason, rate_limited, attempt),
+            exit_code,
+            error_line,
+            log,
+        } => (
+            kind,
+            reason,
+            rate_limited,
+            attempt,
+            exit_code,
+            error_line,
+            log,
+        ),
     };
-    let failures = match *failed {
-        Some((p, n)) if p == at.phase => n + 1,
-        _ => 1,
-    };
-    *failed = Some((at.phase, failures));
+    let before = failed.take().filter(|f| f.phase == at.phase);
+    let failures = before.as_ref().map_or(1, |f| f.count + 1);
+    let previous_error = before.and_then(|f| f.last_error);
     let decision = retry(&RetryFacts {
         kind,
+        exit_code,
+        error_line: error_line.as_deref(),
+        previous_error: previous_error.as_deref(),
         failures,
         retries: run.retries,
         rate_limited,
@@ -87,6 +113,11 @@ pub(super) fn after_phase(
         // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
         now: crate::process::signals::now_unpaused(),
         deadline: run.deadline,
+    });
+    *failed = Some(Failures {
+        phase: at.phase,
+        count: failures,
+        last_error: error_line,
     });
     let attempts = |n: u32| format!("{n} attempt{}", if n == 1 { "" } else { "s" });
     let (kind, reason) = match decision {
@@ -109,6 +140,16 @@ pub(super) fn after_phase(
             return Ok(None);
         }
         Retry::GiveUp(GiveUp::NotRetryable) => (kind, reason),
+        // What cannot change stops now, and shows what the agent said: it is only in the log.
+        Retry::GiveUp(GiveUp::CannotChange(why)) => {
+            let tail = last_lines(&log, 3);
+            let said = if tail.is_empty() {
+                "the agent printed nothing".to_string()
+            } else {
+                format!("the agent's last output: {}", tail.join(" ⏎ "))
+            };
+            (kind, format!("{reason}; {}; {said}", why.why()))
+        }
         Retry::GiveUp(GiveUp::Exhausted) if run.retries == 0 => (kind, reason),
         Retry::GiveUp(GiveUp::Exhausted) => (
             kind,
@@ -246,14 +287,57 @@ pub(super) fn one_phase(
     if let Err((kind, reason)) = judged {
         // Judged: what this attempt left is no longer unseen work to recover.
         crate::store::task_files::seal_incomplete(dir)?;
+        let exit_code = match &o.end {
+            super::agent::AgentEnd::Exited(info) if !o.stopped_after_contract => info.code,
+            _ => None,
+        };
+        let error_line = (kind == StopKind::AgentFailed)
+            .then(|| rep.error.clone().or_else(|| o.last_line.clone()))
+            .flatten();
         return Ok(PhaseEnd::Failed {
             kind,
             reason,
             rate_limited: rep.rate_limited,
             attempt: pr.attempt,
+            exit_code,
+            error_line,
+            log: pr.log.clone(),
         });
     }
     accept(run, rel, dir, phase, ws, &pr, judged_snap, read_warnings)
+}
+
+/// The last `n` non-empty lines of a phase log (read from its last 8 KiB), control characters
+/// taken out and each cut to 200 characters: what a stop shows of the agent's own words.
+fn last_lines(log: &Path, n: usize) -> Vec<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    const MAX: u64 = 8 * 1024;
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return Vec::new();
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let start = len.saturating_sub(MAX);
+    let mut bytes = Vec::new();
+    if f.seek(SeekFrom::Start(start)).is_err() || f.take(MAX).read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines: Vec<String> = text
+        .lines()
+        // The first line was cut by the seek.
+        .skip(usize::from(start > 0))
+        .map(|l| {
+            l.chars()
+                .map(|c| if c == '\t' { ' ' } else { c })
+                .filter(|c| !c.is_control())
+                .take(200)
+                .collect::<String>()
+        })
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let from = lines.len().saturating_sub(n);
+    lines.drain(..from);
+    lines
 }
 
 /// Say how the phase's agent ended (the `phase_finished` event).

@@ -13,7 +13,9 @@ use std::fs;
 use std::io::Read;
 use std::path::Path;
 
-/// VERDICT.md and DECOMPOSITION.md are read up to this size; the rest is ignored with a warning.
+/// VERDICT.md and DECOMPOSITION.md are read up to this size. The rest of a VERDICT.md is
+/// ignored with a warning; a DECOMPOSITION.md over it is refused (a plan cut short would drop
+/// its last rows without a word).
 pub const MAX_PARSED_BYTES: usize = 1024 * 1024;
 
 pub const SUBTASKS_DIR: &str = "subtasks";
@@ -184,7 +186,7 @@ pub fn read_snapshot_in(
         }
     }
     // VERDICT.md and DECOMPOSITION.md are parsed anyway: read them once.
-    let mut texts: Vec<(Artifact, String)> = Vec::new();
+    let mut texts: Vec<(Artifact, (String, bool))> = Vec::new();
     for a in present {
         let path = dir.join(a.file_name());
         let inherited = snap
@@ -200,8 +202,8 @@ pub fn read_snapshot_in(
                 }
             },
             None if matches!(a, Artifact::Verdict | Artifact::Decomposition) => {
-                match read_text(&path, rel, warnings, cache, artifact_id(a)) {
-                    Some(text) if has_content(text.as_bytes()) => {
+                match read_text(&path, rel, warnings, cache, a) {
+                    Some(text) if has_content(text.0.as_bytes()) => {
                         texts.push((a, text));
                         true
                     }
@@ -236,19 +238,31 @@ pub fn read_snapshot_in(
     }
     let mut text_of = |a: Artifact| match texts.iter().position(|(t, _)| *t == a) {
         Some(i) => Some(texts.swap_remove(i).1),
-        None => read_text(
-            &dir.join(a.file_name()),
-            rel,
-            warnings,
-            cache,
-            artifact_id(a),
-        ),
+        None => read_text(&dir.join(a.file_name()), rel, warnings, cache, a),
     };
     if snap.artifacts.contains(Artifact::Verdict) {
-        snap.verdict = text_of(Artifact::Verdict).map(|t| Box::new(parse_verdict(&t)));
+        snap.verdict = text_of(Artifact::Verdict).map(|(t, _)| Box::new(parse_verdict(&t)));
     }
     if snap.artifacts.contains(Artifact::Decomposition) {
-        snap.plan = text_of(Artifact::Decomposition).map(|t| parse_decomposition(&t));
+        snap.plan = text_of(Artifact::Decomposition).map(|(t, cut)| {
+            if cut {
+                let size = fs::metadata(dir.join(Artifact::Decomposition.file_name()))
+                    .map_or(String::new(), |m| {
+                        format!(" ({} bytes)", crate::units::thousands(m.len()))
+                    });
+                Err(PlanError::one(
+                    0,
+                    format!(
+                        "the file is over the {} MiB size cap of a plan{size}, and a plan is never \
+                         read cut short: split the work into fewer, larger sub-tasks (a nested \
+                         plan can hold the rest)",
+                        MAX_PARSED_BYTES / (1024 * 1024)
+                    ),
+                ))
+            } else {
+                parse_decomposition(&t)
+            }
+        });
     }
     snap.verify_due = snap.has_logs
         && snap.artifacts.contains(Artifact::Verdict)
@@ -329,17 +343,19 @@ fn probe_content(
     Ok((content, utf8_ok))
 }
 
+/// The text of an artifact, up to [`MAX_PARSED_BYTES`], and whether it was cut there (a cut
+/// VERDICT.md is warned about here; a cut DECOMPOSITION.md is its caller's refusal).
 fn read_text(
     path: &Path,
     rel: &str,
     warnings: &mut Vec<String>,
     cache: &mut TaskCache<'_>,
-    id: u8,
-) -> Option<String> {
+    artifact: Artifact,
+) -> Option<(String, bool)> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
-    match cache.bytes(id, path, MAX_PARSED_BYTES) {
+    match cache.bytes(artifact_id(artifact), path, MAX_PARSED_BYTES) {
         Ok((bytes, truncated)) => {
-            if truncated {
+            if truncated && artifact != Artifact::Decomposition {
                 let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
                 warnings.push(format!(
                     "{rel}/{name}: {:.1} MB; only the first {} KiB were read",
@@ -347,17 +363,18 @@ fn read_text(
                     MAX_PARSED_BYTES / 1024
                 ));
             }
-            match String::from_utf8(bytes) {
-                Ok(t) => Some(t),
+            let text = match String::from_utf8(bytes) {
+                Ok(t) => t,
                 Err(e) => {
                     if !(truncated && e.utf8_error().error_len().is_none()) {
                         warnings.push(format!(
                             "{rel}/{name}: not valid UTF-8; read with replacement characters"
                         ));
                     }
-                    Some(String::from_utf8_lossy(e.as_bytes()).into_owned())
+                    String::from_utf8_lossy(e.as_bytes()).into_owned()
                 }
-            }
+            };
+            Some((text, truncated))
         }
         Err(e) => {
             warnings.push(format!("{rel}/{name}: cannot read: {e}"));

@@ -499,12 +499,7 @@ fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
     };
     match node.snap.plan.as_ref().and_then(|p| p.as_ref().ok()) {
         Some(plan) => {
-            let max_wave = plan.rows.iter().map(|r| r.wave).max().unwrap_or(0);
-            for w in 1..=max_wave {
-                let listed: Vec<_> = plan.rows.iter().filter(|r| r.wave == w).collect();
-                if listed.is_empty() {
-                    continue;
-                }
+            for (w, listed) in plan.by_wave() {
                 rows.push(Row::Group(format!("wave {w}"), group));
                 for r in listed {
                     match child(&r.name) {

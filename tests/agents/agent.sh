@@ -80,7 +80,7 @@ case $behavior in
   empty) : > "$AUTOMATON_ARTIFACT"; record; exit 0 ;;
   malformed) write "Verdict: PASS
 Verdict: FAIL"; record; exit 0 ;;
-  exit3) echo "something broke" >&2; record; exit 3 ;;
+  exit3) echo "something broke (attempt ${AUTOMATON_ATTEMPT:-1})" >&2; record; exit 3 ;;
   none) record; exit 0 ;;
   contract_only) record; echo CONTRACT_MET; exit 0 ;;
   met_exit3) write "$(content)"; record; echo CONTRACT_MET; exit 3 ;;

@@ -38,6 +38,7 @@ mod dry_run;
 mod endings;
 mod errors;
 mod executors;
+mod failfast;
 mod first_hour;
 mod gates;
 mod graph;
