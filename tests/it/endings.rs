@@ -2,28 +2,8 @@
 //! summary and an exit code that says whether the work is done, manual mode steps one phase at
 //! a time, fix tasks are tracked, and the seeds' wave barrier and budget rules hold.
 
-use crate::harness::Project;
+use crate::harness::{Project, files};
 use predicates::prelude::*;
-
-/// Every file under the project with its content (to prove a run changed nothing).
-fn snapshot(p: &Project) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![p.path().to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let path = e.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(p.path()).unwrap().display().to_string();
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 // ---- 3. the agent is checked before it runs ----
 
@@ -38,7 +18,7 @@ fn a_missing_agent_program_is_refused_before_anything_changes() {
         .args(["task", "create", "auth", "--at", "implement"])
         .assert()
         .success();
-    let before = snapshot(&p);
+    let before = files(&p);
     for args in [
         vec!["orchestrate", "--task", "tasks/auth"],
         vec!["continue"],
@@ -55,7 +35,7 @@ fn a_missing_agent_program_is_refused_before_anything_changes() {
                 "`- **Agent command**: claude-cod -p`",
             ))
             .stderr(predicate::str::contains(".automaton/.agent.md:4"));
-        assert_eq!(snapshot(&p), before, "{args:?} changed files");
+        assert_eq!(files(&p), before, "{args:?} changed files");
     }
     assert_eq!(p.read("tasks/auth/.state"), "implement\n");
     // The environment and the flag are named as origins too.

@@ -4,28 +4,9 @@
 //! non-UTF-8 argument is named (never a panic), and a plan names every error of its table and
 //! is refused over its size cap. Each drives the real binary over a real folder.
 
-use crate::harness::Project;
+use crate::harness::{Project, files};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-
-/// Every file under the project with its content (to prove a run wrote nothing).
-fn files(p: &Project) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![p.path().to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(p.path()).unwrap().display().to_string();
-                out.push((rel, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 /// A project with one unrelated task one phase from done: what `continue` would drive.
 fn project_with_other_task() -> Project {

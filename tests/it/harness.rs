@@ -717,6 +717,25 @@ pub fn wait_gone(pid: i32) -> bool {
     false
 }
 
+/// Every file under the project with its content, sorted (to prove a run changed nothing).
+pub fn files(p: &Project) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![p.path().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(p.path()).unwrap().display().to_string();
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Every file under `dir` with its size, sorted.
 pub fn walk(dir: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();

@@ -790,10 +790,8 @@ fn a_staging_folder_left_by_a_killed_run_is_removed() {
     );
 }
 
-/// A stop on a malformed artifact asks the person to fix the file: once they have, the rerun
-/// uses their version. Only an artifact still as the stopped run left it is set aside.
-#[test]
-fn a_persons_fix_of_a_malformed_artifact_is_used_not_set_aside() {
+/// A project whose task `tasks/t` has every report but VERDICT.md, with no retries.
+fn ready_for_the_referee() -> Project {
     let p = Project::new();
     p.write(
         ".automaton/config.md",
@@ -809,6 +807,14 @@ fn a_persons_fix_of_a_malformed_artifact_is_used_not_set_aside() {
     ] {
         p.write(&format!("tasks/t/{a}.md"), format!("# {a}\n"));
     }
+    p
+}
+
+/// A stop on a malformed artifact asks the person to fix the file: once they have, the rerun
+/// uses their version. Only an artifact still as the stopped run left it is set aside.
+#[test]
+fn a_persons_fix_of_a_malformed_artifact_is_used_not_set_aside() {
+    let p = ready_for_the_referee();
     // The referee writes no verdict word: a malformed VERDICT.md.
     let agent = "cat >/dev/null; echo 'looks fine to me' > \"$AUTOMATON_ARTIFACT\"";
     let run = || {
@@ -845,21 +851,7 @@ fn a_persons_fix_of_a_malformed_artifact_is_used_not_set_aside() {
 /// malformed artifact is still set aside and its phase runs again.
 #[test]
 fn an_untouched_malformed_artifact_of_a_stopped_run_is_still_set_aside() {
-    let p = Project::new();
-    p.write(
-        ".automaton/config.md",
-        "## Phases\n- **Design**: No\n- **Test design**: No\n\n## Limits\n- **Retries**: 0\n",
-    );
-    p.write("tasks/t/TASK.md", "# Task\n\nt\n");
-    for a in [
-        "SPEC",
-        "IMPLEMENTATION",
-        "BUG_REPORT",
-        "ADVERSARIAL_BUG_REPORT",
-        "DOC_REVIEW",
-    ] {
-        p.write(&format!("tasks/t/{a}.md"), format!("# {a}\n"));
-    }
+    let p = ready_for_the_referee();
     let bad = "cat >/dev/null; echo 'looks fine to me' > \"$AUTOMATON_ARTIFACT\"";
     let out = p
         .orchestrate_cmd()
