@@ -360,6 +360,14 @@ fn finish(
             }
             return Ok(exit::WAITING);
         }
+        // However the run layer put it, an interruption is named by its signal.
+        Outcome::Stopped {
+            kind: StopKind::Interrupted,
+            ..
+        } => (
+            StopKind::Interrupted,
+            crate::process::signals::interrupted_by(),
+        ),
         Outcome::Stopped { kind, reason } => (kind, reason),
     };
     let stop_event = || {
@@ -371,9 +379,13 @@ fn finish(
         })
     };
     if kind == StopKind::Interrupted {
+        // Not a person's stop: the report and the summary of where the run left the tasks,
+        // then the signal that stopped it and the command that resumes.
+        print_task(false)?;
+        summary_out()?;
         stop_event();
         eprintln!(
-            "interrupted: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
+            "{reason}: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
         );
         return Ok(kind.code());
     }

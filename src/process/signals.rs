@@ -24,7 +24,7 @@ use rustix::process::{Pid, Signal};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGTSTP};
 use std::collections::BTreeMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,35 @@ static POLICY: OnceLock<Policy> = OnceLock::new();
 static INIT: Mutex<()> = Mutex::new(());
 /// Set by [`install`]: the caller checks the flag and winds down by itself.
 static GRACEFUL: AtomicBool = AtomicBool::new(false);
+/// The first stop signal received (0: none yet), stored before the cancel flag is set, so a
+/// runner that sees the flag can name the signal.
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+/// The first stop signal automaton received, if one did.
+pub fn stop_signal() -> Option<i32> {
+    Some(RECEIVED.load(Ordering::SeqCst)).filter(|&s| s != 0)
+}
+
+/// A stop signal as a person knows it: `SIGINT (Ctrl-C)`, `SIGTERM`, `SIGHUP (the terminal
+/// closed)`, `SIGQUIT (Ctrl-\)`; another number as `signal N`.
+pub fn describe(sig: i32) -> String {
+    match sig {
+        SIGINT => "SIGINT (Ctrl-C)".into(),
+        SIGTERM => "SIGTERM".into(),
+        SIGHUP => "SIGHUP (the terminal closed)".into(),
+        SIGQUIT => "SIGQUIT (Ctrl-\\)".into(),
+        n => format!("signal {n}"),
+    }
+}
+
+/// Why the run stopped, naming the signal: `interrupted by SIGINT (Ctrl-C)` (`interrupted`
+/// when the cancel flag was set without one).
+pub fn interrupted_by() -> String {
+    match stop_signal() {
+        Some(sig) => format!("interrupted by {}", describe(sig)),
+        None => "interrupted".into(),
+    }
+}
 
 /// Install the policy for a command that stops gracefully (`orchestrate`) and return the
 /// cancel flag to hand to the runners. Idempotent: every call returns the same flag.
@@ -73,7 +102,7 @@ pub fn wake_fd() -> Option<BorrowedFd<'static>> {
 /// Print why and exit with [`crate::exit::INTERRUPTED`]: for runners outside `orchestrate`,
 /// after they stopped their child group.
 pub fn exit_interrupted(what: &str) -> ! {
-    eprintln!("interrupted: {what}");
+    eprintln!("{}: {what}", interrupted_by());
     std::process::exit(i32::from(crate::exit::INTERRUPTED))
 }
 
@@ -97,14 +126,16 @@ fn policy() -> io::Result<&'static Policy> {
                 if sig == SIGTSTP {
                     suspend();
                 } else {
-                    on_stop_signal(&thread_flag, &wake_write);
+                    on_stop_signal(sig, &thread_flag, &wake_write);
                 }
             }
         })?;
     Ok(POLICY.get_or_init(|| Policy { flag, wake_read }))
 }
 
-fn on_stop_signal(flag: &AtomicBool, wake_write: &OwnedFd) {
+fn on_stop_signal(sig: i32, flag: &AtomicBool, wake_write: &OwnedFd) {
+    // The first signal is the one named; a second one exits at once.
+    let _ = RECEIVED.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
     if flag.swap(true, Ordering::SeqCst) {
         // The second signal: stop now.
         signal_registered_groups(Signal::KILL);
@@ -227,6 +258,18 @@ mod tests {
             unregister_group(*t);
         }
         assert!(!groups().values().any(|&p| p >= 1_000_000), "unregistered");
+    }
+
+    #[test]
+    fn each_stop_signal_is_named_as_a_person_knows_it() {
+        assert_eq!(describe(SIGINT), "SIGINT (Ctrl-C)");
+        assert_eq!(describe(SIGTERM), "SIGTERM");
+        assert_eq!(describe(SIGHUP), "SIGHUP (the terminal closed)");
+        assert_eq!(describe(SIGQUIT), "SIGQUIT (Ctrl-\\)");
+        assert_eq!(describe(64), "signal 64");
+        // No signal arrived in this test process.
+        assert_eq!(stop_signal(), None);
+        assert_eq!(interrupted_by(), "interrupted");
     }
 
     #[test]

@@ -121,7 +121,7 @@ impl AgentEnd {
                 Some(d) => format!("no output for {} (stalled)", human_duration(d)),
                 None => "no output (stalled)".to_string(),
             },
-            AgentEnd::Cancelled => "interrupted (Ctrl-C, SIGTERM or SIGHUP)".to_string(),
+            AgentEnd::Cancelled => process::signals::interrupted_by(),
         }
     }
 }

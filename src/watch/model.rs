@@ -49,7 +49,28 @@ pub enum StateFile {
     Unknown,
 }
 
+/// Where a task's row comes: what matters first. Its agent running now, then waiting for a
+/// person (the `human` count: a gate, a verdict, frozen files, a stop...), then the rest; in
+/// name order within each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Rank {
+    Running,
+    Person,
+    Rest,
+}
+
 impl TaskInfo {
+    /// Where this task's row comes, from the one wait view `status` renders.
+    pub fn rank(&self) -> Rank {
+        if self.running.is_some() || self.view.waiting_for == crate::report::WaitingFor::Agent {
+            Rank::Running
+        } else if self.view.waiting_for == crate::report::WaitingFor::Person {
+            Rank::Person
+        } else {
+            Rank::Rest
+        }
+    }
+
     /// The phase whose agent is at work: the next step's (or the verify command after
     /// implement). An agent still exiting once its phase was judged is not shown as running.
     pub fn running_phase(&self) -> Option<&LogRef> {
@@ -95,16 +116,27 @@ impl TaskInfo {
 pub struct Part {
     pub tree: TaskTree,
     pub infos: Vec<TaskInfo>,
+    /// Each node's rank with its sub-tasks': a parent comes where its most urgent sub-task
+    /// would (`ranks[0]` places the whole part).
+    ranks: Vec<Rank>,
     /// Which read this is: a part whose generation did not change needs no second look.
     pub generation: u64,
 }
 
 impl Part {
     fn new(tree: TaskTree, generation: u64) -> Part {
-        let infos = (0..tree.nodes.len()).map(|i| task_info(&tree, i)).collect();
+        let infos: Vec<TaskInfo> = (0..tree.nodes.len()).map(|i| task_info(&tree, i)).collect();
+        let mut ranks: Vec<Rank> = infos.iter().map(TaskInfo::rank).collect();
+        // The walk is depth first (a parent before its sub-tasks): from the last node up.
+        for i in (0..tree.nodes.len()).rev() {
+            if let Some(p) = tree.nodes[i].parent {
+                ranks[p] = ranks[p].min(ranks[i]);
+            }
+        }
         Part {
             tree,
             infos,
+            ranks,
             generation,
         }
     }
@@ -395,12 +427,22 @@ impl Model {
         };
     }
 
+    /// The rows: top-level tasks by [`Rank`] (running, waiting for a person, the rest; a
+    /// parent ranked by its most urgent sub-task), each in name order within its rank.
     fn rebuild_rows(&mut self) {
         let mut rows = Vec::with_capacity(self.rows.len());
-        self.order = self.parts.keys().cloned().collect();
-        for (p, part) in self.parts.values().enumerate() {
+        let mut keyed: Vec<(Rank, &(usize, String))> = self
+            .parts
+            .iter()
+            .map(|(k, part)| (part.ranks.first().copied().unwrap_or(Rank::Rest), k))
+            .collect();
+        // Stable: name order within a rank.
+        keyed.sort_by_key(|(rank, _)| *rank);
+        self.order = keyed.into_iter().map(|(_, k)| k.clone()).collect();
+        for (p, key) in self.order.iter().enumerate() {
+            let part = &self.parts[key];
             if !part.tree.nodes.is_empty() {
-                push_rows(&part.tree, p, 0, &mut rows);
+                push_rows(part, p, 0, &mut rows);
             }
         }
         self.rows = rows;
@@ -418,7 +460,7 @@ impl Model {
         }
     }
 
-    /// Every task, in row order (the plain mode's lines and the totals).
+    /// Every task, in name order (the plain mode's lines and the totals).
     pub fn tasks(&self) -> impl Iterator<Item = &TaskInfo> {
         self.parts.values().flat_map(|p| p.infos.iter())
     }
@@ -485,8 +527,10 @@ fn part_key(rel: &str) -> Option<(usize, String)> {
 
 /// A task's row, then its sub-tasks: grouped by wave when DECOMPOSITION.md parses (listed
 /// sub-tasks without a folder as `not created`, folders it does not list under `not in plan`),
-/// else in name order.
-fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
+/// else in name order; within a wave (or group) by [`Rank`], then in that order.
+fn push_rows(part_rows: &Part, part: usize, i: usize, rows: &mut Vec<Row>) {
+    let tree = &part_rows.tree;
+    let rank = |c: Option<usize>| c.map_or(Rank::Rest, |c| part_rows.ranks[c]);
     let node = &tree.nodes[i];
     rows.push(Row::Task(part, i));
     // A task is indented 4 columns a level, the wave it sits in 2.
@@ -499,31 +543,35 @@ fn push_rows(tree: &TaskTree, part: usize, i: usize, rows: &mut Vec<Row>) {
     };
     match node.snap.plan.as_ref().and_then(|p| p.as_ref().ok()) {
         Some(plan) => {
-            for (w, listed) in plan.by_wave() {
+            for (w, mut listed) in plan.by_wave() {
+                listed.sort_by_key(|r| rank(child(&r.name)));
                 rows.push(Row::Group(format!("wave {w}"), group));
                 for r in listed {
                     match child(&r.name) {
-                        Some(c) => push_rows(tree, part, c, rows),
+                        Some(c) => push_rows(part_rows, part, c, rows),
                         None => rows.push(Row::Missing(r.name.clone(), sub)),
                     }
                 }
             }
-            let orphans: Vec<usize> = node
+            let mut orphans: Vec<usize> = node
                 .children
                 .iter()
                 .copied()
                 .filter(|c| plan.row(tree.nodes[*c].name()).is_none())
                 .collect();
+            orphans.sort_by_key(|c| rank(Some(*c)));
             if !orphans.is_empty() {
                 rows.push(Row::Group("not in plan".into(), group));
                 for c in orphans {
-                    push_rows(tree, part, c, rows);
+                    push_rows(part_rows, part, c, rows);
                 }
             }
         }
         None => {
-            for &c in &node.children {
-                push_rows(tree, part, c, rows);
+            let mut children = node.children.clone();
+            children.sort_by_key(|c| rank(Some(*c)));
+            for c in children {
+                push_rows(part_rows, part, c, rows);
             }
         }
     }

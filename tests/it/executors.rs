@@ -189,10 +189,9 @@ fn lifecycle_tmux() {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn lifecycle_slurm() {
-    if !slurm_up("lifecycle_slurm") {
-        return;
-    }
+    require_slurm("lifecycle_slurm");
     let p = Project::new();
     // The agent records its job id: every phase ran as a Slurm job.
     let agent = format!(
@@ -231,10 +230,9 @@ fn decomposition_tmux() {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn decomposition_slurm() {
-    if !slurm_up("decomposition_slurm") {
-        return;
-    }
+    require_slurm("decomposition_slurm");
     decomposition("slurm", None);
 }
 
@@ -439,27 +437,23 @@ fn slurm_conf() -> Option<String> {
         })
 }
 
-/// Whether a Slurm cluster answers; prints why a test skips when not.
-fn slurm_up(test: &str) -> bool {
-    let up = slurm_conf().is_some_and(|conf| {
+/// The cluster's config; a Slurm test fails when no cluster answers. The Slurm tests are
+/// `#[ignore]`d, so plain `cargo test` lists them as ignored with the reason; one run with
+/// `--ignored` was asked for, and must not pass without having run.
+pub fn require_slurm(test: &str) -> String {
+    let conf = slurm_conf().filter(|conf| {
         Command::new("sinfo")
             .args(["-h", "-o", "%T"])
-            .env("SLURM_CONF", &conf)
+            .env("SLURM_CONF", conf)
             .output()
             .is_ok_and(|o| o.status.success() && !o.stdout.is_empty())
     });
-    if !up {
-        eprintln!(
-            "SKIPPED {test}: no Slurm cluster answers (start one with `.ci/slurm-one-node.sh start`, \
-             which .ci/run does)"
-        );
-    }
-    up
-}
-
-/// The cluster's config when a Slurm cluster answers (else prints why `test` skips).
-pub fn slurm_up_conf(test: &str) -> Option<String> {
-    if slurm_up(test) { slurm_conf() } else { None }
+    conf.unwrap_or_else(|| {
+        panic!(
+            "{test}: no Slurm cluster answers (start one with `.ci/slurm-one-node.sh start` and \
+             `export SLURM_CONF=/tmp/automaton-slurm/slurm.conf`, as .ci/run does)"
+        )
+    })
 }
 
 fn squeue_active(id: u64) -> bool {
@@ -496,10 +490,9 @@ fn job_recording_agent() -> String {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn slurm_timeout_cancels_the_job() {
-    if !slurm_up("slurm_timeout_cancels_the_job") {
-        return;
-    }
+    require_slurm("slurm_timeout_cancels_the_job");
     let p = Project::new();
     orchestrate_on(&p, "slurm", None)
         .env("AGENT_BEHAVIOR", "research=hang")
@@ -550,10 +543,9 @@ fn slurm_design_job_then_kill_9(p: &Project, name: &str) -> u64 {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn slurm_kill_9_then_resume_reattaches_to_the_running_job() {
-    if !slurm_up("slurm_kill_9_then_resume_reattaches_to_the_running_job") {
-        return;
-    }
+    require_slurm("slurm_kill_9_then_resume_reattaches_to_the_running_job");
     let p = Project::new();
     let id = slurm_design_job_then_kill_9(&p, "crashy");
     // The job outlives automaton, and its id (and log) is where a pid would be.
@@ -622,10 +614,9 @@ fn slurm_kill_9_then_resume_reattaches_to_the_running_job() {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn slurm_kill_9_then_resume_reads_a_job_that_ended_meanwhile() {
-    if !slurm_up("slurm_kill_9_then_resume_reads_a_job_that_ended_meanwhile") {
-        return;
-    }
+    require_slurm("slurm_kill_9_then_resume_reads_a_job_that_ended_meanwhile");
     let p = Project::new();
     let id = slurm_design_job_then_kill_9(&p, "ended");
     // The job ends while no automaton runs.
@@ -643,10 +634,9 @@ fn slurm_kill_9_then_resume_reads_a_job_that_ended_meanwhile() {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn slurm_ctrl_c_cancels_a_waves_jobs_with_one_scancel() {
-    if !slurm_up("slurm_ctrl_c_cancels_a_waves_jobs_with_one_scancel") {
-        return;
-    }
+    require_slurm("slurm_ctrl_c_cancels_a_waves_jobs_with_one_scancel");
     let real = String::from_utf8(
         Command::new("sh")
             .args(["-c", "command -v scancel"])
@@ -725,10 +715,9 @@ fn slurm_ctrl_c_cancels_a_waves_jobs_with_one_scancel() {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn slurm_submit_failure_names_slurms_message() {
-    if !slurm_up("slurm_submit_failure_names_slurms_message") {
-        return;
-    }
+    require_slurm("slurm_submit_failure_names_slurms_message");
     let p = Project::new();
     p.write(
         ".automaton/.agent.md",
@@ -906,10 +895,9 @@ fn jobs_auto_refuses_a_sub_task_that_can_never_fit_before_the_wave() {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn slurm_jobs_request_their_vram_need_as_gres() {
-    if !slurm_up("slurm_jobs_request_their_vram_need_as_gres") {
-        return;
-    }
+    require_slurm("slurm_jobs_request_their_vram_need_as_gres");
     let p = vram_project("| a | 1 | - | 10k | - | A |\n| b | 1 | - | 5k | - | B |\n");
     p.write(".automaton/.agent.md", "## Agent\n- **Slurm GRES**: vram\n");
     // Each job shows Slurm's own view of itself.

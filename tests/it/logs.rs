@@ -155,11 +155,9 @@ fn logs_follow_ends_with_the_phase_tmux() {
 }
 
 #[test]
+#[ignore = "needs the one-node Slurm cluster: `.ci/slurm-one-node.sh start`, then `cargo test --test it -- --ignored slurm` (.ci/run does)"]
 fn logs_follow_ends_with_the_phase_slurm() {
-    let Some(conf) = crate::executors::slurm_up_conf("logs_follow_ends_with_the_phase_slurm")
-    else {
-        return;
-    };
+    let conf = crate::executors::require_slurm("logs_follow_ends_with_the_phase_slurm");
     follow_a_running_phase(
         &Project::new(),
         &[("SLURM_CONF", conf)],

@@ -19,7 +19,7 @@ fn signal(pid: u32, sig: Signal) {
 /// A stop signal to automaton while an agent (and its grandchild) runs a phase: exit 130, both
 /// processes gone, the task still at the interrupted phase with nothing half-written, and a
 /// rerun completes it.
-fn stop_signal_mid_phase(sig: Signal, task: &str) {
+fn stop_signal_mid_phase(sig: Signal, named: &str, task: &str) {
     let p = Project::new();
     let run = p
         .orchestrate_std()
@@ -38,8 +38,9 @@ fn stop_signal_mid_phase(sig: Signal, task: &str) {
     assert_eq!(out.status.code(), Some(130), "{sig:?}: {out:?}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("interrupted: every agent was stopped; run `")
-            && stderr.contains(&format!(" orchestrate --task {dir}` to resume")),
+        stderr.contains(&format!(
+            "interrupted by {named}: every agent was stopped; run `"
+        )) && stderr.contains(&format!(" orchestrate --task {dir}` to resume")),
         "{stderr}"
     );
     assert!(wait_gone(child), "agent {child} alive after {sig:?}");
@@ -65,12 +66,124 @@ fn stop_signal_mid_phase(sig: Signal, task: &str) {
 
 #[test]
 fn sigterm_during_a_phase_stops_the_agent_group_and_the_task_resumes() {
-    stop_signal_mid_phase(Signal::TERM, "term-me");
+    stop_signal_mid_phase(Signal::TERM, "SIGTERM", "term-me");
 }
 
 #[test]
 fn sighup_during_a_phase_stops_the_agent_group_and_the_task_resumes() {
-    stop_signal_mid_phase(Signal::HUP, "hang-up-on-me");
+    stop_signal_mid_phase(Signal::HUP, "SIGHUP (the terminal closed)", "hang-up-on-me");
+}
+
+/// An interrupted run ends as every run does, with the report of the task it drove and its
+/// `Summary:` line, and says which signal stopped it: `sig` sent to `orchestrate` once its
+/// design phase's agent runs. Returns the exit status, stdout and stderr.
+fn interrupted_mid_phase(sig: Signal, task: &str, json: bool) -> (Option<i32>, String, String) {
+    let p = Project::new();
+    let mut cmd = p.orchestrate_std();
+    if json {
+        cmd.arg("--json");
+    }
+    let run = cmd
+        .env("AGENT_BEHAVIOR", "design=hang")
+        .arg(task.replace('-', " "))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let child = p.wait_pid(&format!("tasks/{task}/child.pid"));
+    signal(run.id(), sig);
+    let out = run.wait_with_output().unwrap();
+    assert!(wait_gone(child), "agent {child} alive after {sig:?}");
+    assert_eq!(p.read(&format!("tasks/{task}/.state")), "design\n");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ctrl_c_ends_with_the_report_the_summary_and_the_signal() {
+    let (code, stdout, stderr) = interrupted_mid_phase(Signal::INT, "ctrl-c-me", false);
+    assert_eq!(code, Some(130), "{stdout}{stderr}");
+    // The task's block, then the summary as the last line of the report.
+    assert!(
+        stdout.starts_with("\n**Task: tasks/ctrl-c-me**\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("- **Command**:\n  automaton orchestrate --task tasks/ctrl-c-me\n"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.lines().last(),
+        Some("Summary: 0 complete, 0 waiting for a person, 0 not started, 1 in progress"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("HUMAN INTERVENTION"),
+        "not a person's stop: {stdout}"
+    );
+    assert_eq!(
+        stderr.lines().last(),
+        Some(
+            "interrupted by SIGINT (Ctrl-C): every agent was stopped; run \
+             `automaton orchestrate --task tasks/ctrl-c-me` to resume"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sigterm_ends_with_the_report_the_summary_and_the_signal() {
+    let (code, stdout, stderr) = interrupted_mid_phase(Signal::TERM, "term-report", false);
+    assert_eq!(code, Some(130), "{stdout}{stderr}");
+    assert_eq!(
+        stdout.lines().last(),
+        Some("Summary: 0 complete, 0 waiting for a person, 0 not started, 1 in progress"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stderr.lines().last(),
+        Some(
+            "interrupted by SIGTERM: every agent was stopped; run \
+             `automaton orchestrate --task tasks/term-report` to resume"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_interrupted_json_run_ends_with_summary_then_a_stop_naming_the_signal() {
+    let (code, stdout, stderr) = interrupted_mid_phase(Signal::INT, "json-ctrl-c", true);
+    assert_eq!(code, Some(130), "{stdout}{stderr}");
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let [.., summary, stop] = &events[..] else {
+        panic!("{stdout}")
+    };
+    assert_eq!(summary["event"], "summary", "{stdout}");
+    assert_eq!(
+        (
+            &summary["complete"],
+            &summary["waiting"],
+            &summary["not_started"],
+            &summary["in_progress"]
+        ),
+        (&0.into(), &0.into(), &0.into(), &1.into()),
+        "{stdout}"
+    );
+    assert_eq!(stop["event"], "stop", "{stdout}");
+    assert_eq!(stop["kind"], "interrupted", "{stdout}");
+    assert_eq!(stop["reason"], "interrupted by SIGINT (Ctrl-C)", "{stdout}");
+    assert_eq!(stop["exit_code"], 130, "{stdout}");
+    assert_eq!(stop["task"], "tasks/json-ctrl-c", "{stdout}");
+    assert!(
+        stderr.contains("interrupted by SIGINT (Ctrl-C): every agent was stopped"),
+        "{stderr}"
+    );
 }
 
 /// `automaton detect-vram` with `body` as the project's detection script.

@@ -141,6 +141,44 @@ fn once_frame_counts_agree_and_unreported_usage_is_unknown() {
     assert!(frame.contains("┌ tasks 1-2 of 2 ─"), "{frame}");
 }
 
+/// What matters comes first, whatever the names: the task whose agent runs, then those
+/// waiting for a person (the note says for what: the gate; a parent comes where its failed
+/// sub-task does, the sub-task blocked by it below), then the rest in name order.
+#[test]
+fn once_frame_puts_running_then_waiting_for_a_person_first() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        "# Agent\n\n## Agent\n- **Approve before**: design\n",
+    )
+    .mkdir("tasks/alpha")
+    .write("tasks/api/SPEC.md", "x")
+    .write("tasks/build/SPEC.md", "x")
+    .write(
+        "tasks/build/DECOMPOSITION.md",
+        "| Sub-task | Wave | Depends on | Estimated peak context |\n|---|---|---|---|\n| x | 1 | - | 6k |\n| y | 2 | x | 6k |\n",
+    )
+    .write("tasks/build/subtasks/x/VERDICT.md", "Verdict: FAIL\n")
+    .mkdir("tasks/build/subtasks/y")
+    .write("tasks/zeta/SPEC.md", "x")
+    .write("tasks/zeta/DESIGN.md", "x")
+    .write("tasks/zeta/logs/test_design-1.log", "drafting the test plan\n")
+    // A live process (this test's) as the phase agent's group: the task runs now.
+    .write(
+        "tasks/zeta/logs/agent.pid",
+        format!("v2 group {} 0 0 0\n", std::process::id()),
+    );
+    let frame = once(&p, "150x22");
+    // The running phase's elapsed time is the clock's: shown as `<t>`, same width.
+    let frame = regex::Regex::new(r"(▶ test_design #1 +)(\d+s)( +)")
+        .unwrap()
+        .replace(&frame, |c: &regex::Captures| {
+            format!("{}{:<w$}", &c[1], "<t>", w = c[2].len() + c[3].len())
+        })
+        .into_owned();
+    insta::assert_snapshot!("watch_once_running_gated_blocked", frame);
+}
+
 #[test]
 fn once_frame_draws_only_what_fits() {
     let p = Project::new();
