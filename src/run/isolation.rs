@@ -689,6 +689,87 @@ pub fn clean_one(repo: &Repo, project: &Path, r: &Removal) -> Result<(), Isolati
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::State;
+
+    fn facts(task: &str, state: State, dirty: bool, merged: bool) -> CleanFacts {
+        let branch = branch_name(task);
+        CleanFacts {
+            task: task.into(),
+            state,
+            record: IsolationRecord {
+                v: ISOLATION_VERSION,
+                worktree: format!("/w/{branch}"),
+                branch,
+                base: "c0".into(),
+                base_branch: Some("main".into()),
+            },
+            in_scope: true,
+            worktree_exists: true,
+            dirty,
+            tip: Some("c1".into()),
+            targets: vec![Target {
+                branch: "main".into(),
+                merged,
+                checkout: Some(PathBuf::from("/repo")),
+            }],
+        }
+    }
+
+    fn kept(k: &[Kept]) -> Vec<(&str, &str)> {
+        k.iter()
+            .map(|k| (k.task.as_str(), k.short.as_str()))
+            .collect()
+    }
+
+    #[test]
+    fn a_parent_is_kept_while_a_sub_task_is_and_children_go_first() {
+        let all = [
+            facts("tasks/p", State::Complete, false, true),
+            facts("tasks/p/subtasks/a", State::Complete, false, true),
+            facts("tasks/p/subtasks/b", State::Complete, true, true),
+        ];
+        let (remove, k) = decide_clean(&all);
+        assert_eq!(
+            remove.iter().map(|r| r.task.as_str()).collect::<Vec<_>>(),
+            ["tasks/p/subtasks/a"]
+        );
+        assert_eq!(
+            kept(&k),
+            [
+                ("tasks/p/subtasks/b", "uncommitted changes"),
+                ("tasks/p", "a sub-task is kept")
+            ]
+        );
+        let (remove, k) = decide_clean(&[all[1].clone(), all[0].clone()]);
+        assert!(k.is_empty());
+        assert_eq!(
+            remove.iter().map(|r| r.task.as_str()).collect::<Vec<_>>(),
+            ["tasks/p/subtasks/a", "tasks/p"]
+        );
+    }
+
+    #[test]
+    fn only_complete_merged_tasks_are_removed() {
+        let (remove, k) = decide_clean(&[
+            facts("tasks/a", State::HumanIntervention, false, true),
+            facts(
+                "tasks/b",
+                State::Next(crate::state::Phase::Implement),
+                false,
+                true,
+            ),
+            facts("tasks/c", State::Complete, false, false),
+        ]);
+        assert!(remove.is_empty());
+        assert_eq!(
+            kept(&k),
+            [
+                ("tasks/a", "stopped for a person"),
+                ("tasks/b", "not complete"),
+                ("tasks/c", "not merged")
+            ]
+        );
+    }
 
     #[test]
     fn branch_names_are_flat_and_unique_per_task() {

@@ -167,8 +167,7 @@ fn a_cleaned_task_gets_no_new_worktree_and_merge_says_it_was_merged_and_cleaned(
     let root = p.path();
     let (code, out, err) = automaton(&p, &["clean"]);
     assert_eq!(code, Some(0), "{out}{err}");
-    assert_eq!(last_line(&out), "clean: removed all (2 tasks)", "{out}");
-    assert!(p.join("tasks/p/logs/isolation.cleaned").is_file());
+    let cleaned = out;
 
     run(&p, &plan(&[("a", 1, "-")]), WORK)
         .args(["--task", "tasks/p"])
@@ -184,4 +183,10 @@ fn a_cleaned_task_gets_no_new_worktree_and_merge_says_it_was_merged_and_cleaned(
         out,
         "tasks/p was merged into main and cleaned (branch automaton/p and its worktree were removed): nothing to merge\n"
     );
+    assert_eq!(
+        last_line(&cleaned),
+        "clean: removed all (2 tasks)",
+        "{cleaned}"
+    );
+    assert!(p.join("tasks/p/logs/isolation.cleaned").is_file());
 }
