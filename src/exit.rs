@@ -39,7 +39,7 @@ pub const STALE: u8 = 21;
 /// named), or a git worktree or commit could not be made.
 pub const ISOLATION_FAILED: u8 = 22;
 /// `merge` / `clean`: refused to keep work safe (uncommitted changes, an unmerged branch, a
-/// conflict); nothing was changed.
+/// conflict, a task not complete); nothing was changed.
 pub const REFUSED: u8 = 23;
 /// `orchestrate`: the agent command's program (or the claude/codex/aider CLI) is not installed
 /// or not on PATH; nothing ran and no task changed state.
@@ -59,6 +59,9 @@ pub const RUN_BUDGET: u8 = 28;
 /// dependency or an earlier wave not ended or failed, its wave's integration gate not passed,
 /// the parent stopped); the reason and the parent's command are printed; nothing ran.
 pub const NOT_READY: u8 = 29;
+/// `clean`: removed some finished tasks' worktrees and branches and kept others (each named
+/// with its reason, also on the last line).
+pub const CLEAN_PARTIAL: u8 = 30;
 /// An internal error: automaton itself failed (a panic while driving a task). The task is
 /// stopped with the message; this is a bug to report (EX_SOFTWARE).
 pub const INTERNAL: u8 = 70;

@@ -5,7 +5,7 @@ use super::{Ctx, Error, out};
 use crate::cli::{CleanArgs, MergeArgs};
 use crate::git::{Merge, Repo};
 use crate::report::phase_config;
-use crate::run::isolation::{clean_one, clean_plan};
+use crate::run::isolation::{Kept, clean_one, clean_plan, within};
 use crate::settings::Settings;
 use crate::state::State;
 use crate::store::isolation;
@@ -35,6 +35,9 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
         return Err(Error::Input(format!("no task folder {rel}")));
     };
     let Some(rec) = isolation::read(&node.dir) else {
+        if let Some(c) = isolation::read_cleaned(&node.dir) {
+            return merged_and_cleaned(ctx, &rel, &c);
+        }
         return Err(Error::Input(format!(
             "{rel} has no branch: it ran without isolation (its work is already in the project)"
         )));
@@ -83,6 +86,30 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
     Ok(exit::OK)
 }
 
+/// `merge` of a task `clean` removed: its branch was merged (into `c.merged_into`) before it
+/// was removed, so there is nothing to merge; refused when the branch checked out now lacks
+/// that work.
+fn merged_and_cleaned(ctx: &Ctx, rel: &str, c: &isolation::CleanedRecord) -> super::Result<u8> {
+    let branch = &c.isolation.branch;
+    let into = &c.merged_into;
+    if let (Some(tip), Some(repo)) = (&c.tip, Repo::discover(&ctx.project))
+        && !repo.is_ancestor(tip, "HEAD").unwrap_or(false)
+    {
+        let here = repo
+            .current_branch()
+            .unwrap_or_else(|| "the detached HEAD".into());
+        return Err(Error::Refused(format!(
+            "{rel} was merged into {into} and cleaned (branch {branch} and its worktree were \
+             removed), but {here} does not have its work ({tip}): check out {into}"
+        )));
+    }
+    out::println(format_args!(
+        "{rel} was merged into {into} and cleaned (branch {branch} and its worktree were \
+         removed): nothing to merge"
+    ))?;
+    Ok(exit::OK)
+}
+
 pub fn clean_command(ctx: &Ctx, args: &CleanArgs) -> super::Result<u8> {
     let only = match &args.task {
         Some(t) => Some(names::task_path(t).map_err(Error::Input)?),
@@ -91,6 +118,7 @@ pub fn clean_command(ctx: &Ctx, args: &CleanArgs) -> super::Result<u8> {
     let settings = Settings::load(&ctx.project)?;
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
     let repo = repo(ctx)?;
+    // Everything is read and decided before anything is removed.
     let plan = clean_plan(&repo, &ctx.project, &tree, only.as_deref())
         .map_err(crate::run::RunError::from)?;
     let verb = if args.dry_run {
@@ -98,9 +126,28 @@ pub fn clean_command(ctx: &Ctx, args: &CleanArgs) -> super::Result<u8> {
     } else {
         "removed"
     };
+    let mut removed = Vec::new();
+    let mut kept = plan.kept.clone();
     for r in &plan.remove {
-        if !args.dry_run {
-            clean_one(&repo, &ctx.project, r).map_err(crate::run::RunError::from)?;
+        // A parent goes only after all its sub-tasks went.
+        if let Some(child) = kept.iter().find(|k| within(&k.task, &r.task)) {
+            let reason = format!("its sub-task {} is kept", child.task);
+            kept.push(Kept {
+                task: r.task.clone(),
+                reason,
+                short: "a sub-task is kept".into(),
+            });
+            continue;
+        }
+        if !args.dry_run
+            && let Err(e) = clean_one(&repo, &ctx.project, r)
+        {
+            kept.push(Kept {
+                task: r.task.clone(),
+                reason: format!("could not be removed: {e}"),
+                short: "could not be removed".into(),
+            });
+            continue;
         }
         out::println(format_args!(
             "{verb} {}: worktree {} and branch {}",
@@ -108,6 +155,7 @@ pub fn clean_command(ctx: &Ctx, args: &CleanArgs) -> super::Result<u8> {
             r.worktree.display(),
             r.branch
         ))?;
+        removed.push(r.task.clone());
     }
     if !args.dry_run {
         // Registered worktrees whose folders are gone.
@@ -116,14 +164,35 @@ pub fn clean_command(ctx: &Ctx, args: &CleanArgs) -> super::Result<u8> {
     for line in &plan.orphans {
         out::println(format_args!("orphan (kept): {line}"))?;
     }
-    if plan.remove.is_empty() && plan.refused.is_empty() {
-        out::println("nothing to clean")?;
+    for k in &kept {
+        out::println(format_args!("kept {}: {}", k.task, k.reason))?;
     }
-    if plan.refused.is_empty() {
-        return Ok(exit::OK);
+    let (line, code) = clean_summary(args.dry_run, removed.len(), &kept);
+    out::println(&line)?;
+    Ok(code)
+}
+
+/// The last line of `clean` and its exit code: 0 when it removed everything it found finished
+/// (or there was nothing), [`exit::CLEAN_PARTIAL`] when it removed some and kept others,
+/// [`exit::REFUSED`] when it kept all and removed nothing.
+fn clean_summary(dry_run: bool, removed: usize, kept: &[Kept]) -> (String, u8) {
+    let tasks = |n: usize| format!("{n} task{}", if n == 1 { "" } else { "s" });
+    let verb = if dry_run { "would remove" } else { "removed" };
+    let why = kept
+        .iter()
+        .map(|k| format!("{} ({})", k.task, k.short))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match (removed, kept.len()) {
+        (0, 0) => ("nothing to clean".into(), exit::OK),
+        (n, 0) => (format!("clean: {verb} all ({})", tasks(n)), exit::OK),
+        (0, k) => (
+            format!("clean: {verb} nothing; kept {}: {why}", tasks(k)),
+            exit::REFUSED,
+        ),
+        (n, k) => (
+            format!("clean: {verb} {}, kept {}: {why}", tasks(n), tasks(k)),
+            exit::CLEAN_PARTIAL,
+        ),
     }
-    for line in &plan.refused {
-        eprintln!("refused: {line}");
-    }
-    Ok(exit::REFUSED)
 }

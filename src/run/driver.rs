@@ -126,9 +126,21 @@ pub fn drive_keeping(
     }
     // `AUTOMATON_PORT`: held while this task is driven (its sub-tasks get their own).
     let _port = run.ports.acquire(rel);
-    let ws = match workspace(run, rel, &dir)? {
-        Ok(ws) => ws,
-        Err((kind, reason)) => return stop_task(run, rel, &dir, kind, reason),
+    let first = load(run, rel);
+    // A complete task without a worktree record (one `clean` removed, or one that ran without
+    // isolation) needs no worktree: none is made for it.
+    let finished = first
+        .nodes
+        .first()
+        .is_some_and(|n| n.state() == crate::state::State::Complete)
+        && crate::store::isolation::read(&dir).is_none();
+    let ws = if finished {
+        None
+    } else {
+        match workspace(run, rel, &dir)? {
+            Ok(ws) => ws,
+            Err((kind, reason)) => return stop_task(run, rel, &dir, kind, reason),
+        }
     };
     let mut drive = Drive {
         run,
@@ -140,7 +152,6 @@ pub fn drive_keeping(
         fresh: None,
         merged_all: false,
     };
-    let first = drive.read();
     for w in &first.warnings {
         run.progress.line(&format!("warning: {w}"));
     }

@@ -43,6 +43,7 @@ mod first_hour;
 mod gates;
 mod graph;
 mod isolation;
+mod isolation_clean;
 mod isolation_extras;
 mod lock;
 mod logs;
