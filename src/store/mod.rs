@@ -7,6 +7,7 @@
 pub mod agent_exit;
 pub mod agent_pid;
 pub mod approvals;
+pub mod files;
 pub mod frozen;
 pub mod inputs;
 pub mod isolation;

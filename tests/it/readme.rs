@@ -1,0 +1,62 @@
+//! The README cannot drift from the code: its exit-code table, its settings table, its file
+//! tables and its `status --json` key list are parsed here and compared with the code's own
+//! tables (`exit::TABLE`, the settings registry, `store::files::FILES`, `status --json`).
+
+fn readme() -> String {
+    std::fs::read_to_string(format!("{}/README.md", crate::harness::REPO)).unwrap()
+}
+
+/// The text of a `## ` or `### ` section of the README, up to the next heading of its level
+/// or above.
+fn section(text: &str, heading: &str) -> String {
+    let level = heading.split(' ').next().unwrap().len();
+    let start = text
+        .lines()
+        .position(|l| l == heading)
+        .unwrap_or_else(|| panic!("README has no `{heading}`"));
+    text.lines()
+        .skip(start + 1)
+        .take_while(|l| {
+            let hashes = l.chars().take_while(|c| *c == '#').count();
+            !(hashes > 0 && hashes <= level && l[hashes..].starts_with(' '))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The cells of a markdown table's row (`\|` is a `|` inside a cell).
+fn cells(row: &str) -> Vec<String> {
+    let row = row.trim().trim_start_matches('|').trim_end_matches('|');
+    row.replace("\\|", "\u{0}")
+        .split('|')
+        .map(|c| c.trim().replace('\u{0}', "|"))
+        .collect()
+}
+
+/// The body rows of the first table in `text` whose header row starts with `header`.
+fn table(text: &str, header: &str) -> Vec<Vec<String>> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(header));
+    assert!(lines.next().is_some(), "no table starting `{header}`");
+    lines.next(); // |---|---|
+    lines
+        .take_while(|l| l.starts_with('|'))
+        .map(cells)
+        .collect()
+}
+
+#[test]
+fn the_exit_code_table_is_the_codes_table() {
+    let rows = table(&section(&readme(), "## Exit codes"), "| code | meaning |");
+    let readme: Vec<(u8, String)> = rows
+        .iter()
+        .map(|r| (r[0].parse().expect("a code"), r[1].clone()))
+        .collect();
+    let code: Vec<(u8, String)> = automaton::exit::TABLE
+        .iter()
+        .map(|(c, m)| (*c, m.to_string()))
+        .collect();
+    assert_eq!(
+        readme, code,
+        "README.md's exit codes differ from src/exit.rs's TABLE"
+    );
+}
