@@ -60,3 +60,50 @@ fn the_exit_code_table_is_the_codes_table() {
         "README.md's exit codes differ from src/exit.rs's TABLE"
     );
 }
+
+/// The README's settings table as the registry makes it: one row per setting.
+fn settings_rows() -> Vec<String> {
+    use automaton::settings::{KEYS, SettingsFile};
+    let dash = |s: &str| {
+        if s.is_empty() {
+            "—".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    KEYS.iter()
+        .map(|k| {
+            let (file, section) = match k.file {
+                SettingsFile::Env => ("environment".to_string(), "—".to_string()),
+                f => (format!("`{}`", f.name()), format!("`## {}`", k.section)),
+            };
+            let var = k.env.map(|v| format!("`{v}`"));
+            format!(
+                "| {file} | {section} | `{}` | {} | {} | {} |",
+                k.key,
+                dash(k.default),
+                var.as_deref().unwrap_or("—"),
+                k.help.replace('|', "\\|")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_settings_table_is_the_registry() {
+    const HEADER: &str = "| file | section | key | default | variable | meaning |";
+    let text = section(&readme(), "### Settings (layered)");
+    let readme: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != HEADER)
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let code = settings_rows();
+    assert!(
+        readme == code,
+        "README.md's settings table differs from the registry (src/settings/mod.rs); it should \
+         read:\n\n{HEADER}\n|---|---|---|---|---|---|\n{}\n",
+        code.join("\n")
+    );
+}
