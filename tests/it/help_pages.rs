@@ -164,3 +164,54 @@ fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// `help files` says which files belong in git; the rules `init` writes agree, file by file,
+/// in the project's `.automaton/` and in a task folder of each root, at any depth.
+#[test]
+fn init_ignores_exactly_the_files_help_files_calls_ignored() {
+    use automaton::store::files::{FILES, Git, Place};
+    let p = Project::new();
+    let git_ok = std::process::Command::new("git")
+        .arg("-C")
+        .arg(p.path())
+        .args(["init", "--quiet"])
+        .status()
+        .unwrap();
+    assert!(git_ok.success());
+    p.test()
+        .args(["init", "--agent", "command"])
+        .stdout_any()
+        .run();
+    let concrete = |path: &str| {
+        let path = path.replace("<phase>", "research").replace('*', "x");
+        match path.strip_suffix('/') {
+            Some(dir) => format!("{dir}/a-file"),
+            None => path,
+        }
+    };
+    for f in FILES {
+        let places: Vec<String> = match f.place {
+            Place::Project | Place::Automaton => vec![concrete(f.path)],
+            Place::Task => ["tasks/a", ".automaton/tasks/a", "tasks/a/subtasks/b"]
+                .iter()
+                .map(|t| format!("{t}/{}", concrete(f.path)))
+                .collect(),
+        };
+        for rel in places {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(p.path())
+                .args(["check-ignore", "--no-index", "-q", &rel])
+                .status()
+                .unwrap();
+            let ignored = out.code() == Some(0);
+            assert_eq!(
+                ignored,
+                f.git == Git::Ignore,
+                "{rel}: `help files` says {:?}, init's rules {}",
+                f.git,
+                if ignored { "ignore it" } else { "keep it" }
+            );
+        }
+    }
+}

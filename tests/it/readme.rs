@@ -2,6 +2,8 @@
 //! tables and its `status --json` key list are parsed here and compared with the code's own
 //! tables (`exit::TABLE`, the settings registry, `store::files::FILES`, `status --json`).
 
+use std::collections::BTreeSet;
+
 fn readme() -> String {
     std::fs::read_to_string(format!("{}/README.md", crate::harness::REPO)).unwrap()
 }
@@ -106,4 +108,68 @@ fn the_settings_table_is_the_registry() {
          read:\n\n{HEADER}\n|---|---|---|---|---|---|\n{}\n",
         code.join("\n")
     );
+}
+
+/// The `code` spans of a markdown text.
+fn spans(text: &str) -> BTreeSet<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The names a README cell may give a file by: its path, or within `.automaton/` its name
+/// there (`config.md` beside `.automaton/.agent.md`).
+fn names_of(f: &automaton::store::files::FileSpec) -> Vec<&'static str> {
+    let mut names = vec![f.path];
+    if let Some(rest) = f.path.strip_prefix(".automaton/") {
+        names.push(rest);
+    }
+    names
+}
+
+#[test]
+fn the_task_folder_table_names_every_control_file() {
+    use automaton::store::files::{FILES, Place};
+    let rows = table(
+        &section(&readme(), "### Task folders"),
+        "| file | written by | meaning |",
+    );
+    let readme: BTreeSet<String> = rows.iter().flat_map(|r| spans(&r[0])).collect();
+    let code: BTreeSet<String> = FILES
+        .iter()
+        .filter(|f| f.place == Place::Task && !f.artifact)
+        .map(|f| f.path.to_string())
+        .collect();
+    assert_eq!(
+        readme, code,
+        "README.md's \"Task folders\" table and src/store/files.rs's FILES differ"
+    );
+}
+
+#[test]
+fn what_to_commit_puts_every_file_in_its_column() {
+    use automaton::store::files::{FILES, Git};
+    let rows = table(&section(&readme(), "### What to commit"), "| in git |");
+    let in_git: BTreeSet<String> = rows.iter().flat_map(|r| spans(&r[0])).collect();
+    let ignored: BTreeSet<String> = rows.iter().flat_map(|r| spans(&r[1])).collect();
+    for f in FILES {
+        let (right, wrong) = match f.git {
+            Git::Commit => (&in_git, &ignored),
+            Git::Ignore => (&ignored, &in_git),
+        };
+        let names = names_of(f);
+        assert!(
+            names.iter().any(|n| right.contains(*n)),
+            "README.md's \"What to commit\" does not put {} under {:?}",
+            f.path,
+            f.git
+        );
+        assert!(
+            !names.iter().any(|n| wrong.contains(*n)),
+            "README.md's \"What to commit\" puts {} in the wrong column",
+            f.path
+        );
+    }
 }
