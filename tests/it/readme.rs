@@ -173,3 +173,94 @@ fn what_to_commit_puts_every_file_in_its_column() {
         );
     }
 }
+
+/// `s` without the parts in parentheses (nested ones too).
+fn without_parentheses(s: &str) -> String {
+    let mut depth = 0;
+    let mut out = String::new();
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            c if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_status_json_keys_are_the_codes_keys() {
+    use automaton::report::TASK_KEYS;
+    let text = section(&readme(), "## JSON for scripts");
+    // The example document: its task holds every key.
+    let json = text
+        .split("```json\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the status --json example");
+    let doc: serde_json::Value = serde_json::from_str(json).expect("the example is JSON");
+    let example: Vec<&str> = doc["tasks"][0]
+        .as_object()
+        .expect("a task")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut example_sorted = example.clone();
+    example_sorted.sort_unstable();
+    let mut code: Vec<&str> = TASK_KEYS.iter().map(|(k, _)| *k).collect();
+    code.sort_unstable();
+    assert_eq!(
+        example_sorted, code,
+        "README.md's status --json example and report::TASK_KEYS differ"
+    );
+    // The sentence that names the keys always present.
+    let start = text
+        .find("\n`path`, `name`,")
+        .expect("the always-present list")
+        + 1;
+    let sentence = &text[start..];
+    let sentence = &sentence[..sentence.find("are always present").expect("its end")];
+    let readme_always = spans(&without_parentheses(sentence));
+    let code_always: BTreeSet<String> = TASK_KEYS
+        .iter()
+        .filter(|(_, always)| *always)
+        .map(|(k, _)| k.to_string())
+        .collect();
+    assert_eq!(
+        readme_always, code_always,
+        "README.md's always-present status --json keys and report::TASK_KEYS differ"
+    );
+}
+
+/// What the binary prints agrees with the list: every task has the always-present keys and
+/// no key outside it.
+#[test]
+fn status_json_prints_the_listed_keys() {
+    use automaton::report::TASK_KEYS;
+    let out = crate::status::fixture()
+        .test()
+        .args(["status", "--json"])
+        .stdout_any()
+        .run();
+    let doc: serde_json::Value = serde_json::from_str(&out.raw_stdout).unwrap();
+    let tasks = doc["tasks"].as_array().expect("tasks");
+    assert!(!tasks.is_empty());
+    for task in tasks {
+        let keys: BTreeSet<&str> = task
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        for (key, always) in TASK_KEYS {
+            assert!(!always || keys.contains(key), "{key} missing: {task}");
+        }
+        for key in &keys {
+            assert!(
+                TASK_KEYS.iter().any(|(k, _)| k == key),
+                "{key} is not in TASK_KEYS"
+            );
+        }
+    }
+}
