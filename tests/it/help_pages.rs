@@ -215,3 +215,21 @@ fn init_ignores_exactly_the_files_help_files_calls_ignored() {
         }
     }
 }
+
+/// The event page names every stop kind the stream can carry, and no other.
+#[test]
+fn the_event_page_lists_every_stop_kind() {
+    let page = page(&["help", "events"]);
+    let start = page
+        .find("`kind` of a stop is one of")
+        .expect("the kind list");
+    let list = &page[start..];
+    let list = &list[..list.find("(their exit codes").expect("its end")];
+    let named: Vec<&str> = list.split('`').skip(3).step_by(2).collect();
+    let words: Vec<&str> = automaton::plan::decide::StopKind::TABLE
+        .iter()
+        .map(|(_, word, _)| *word)
+        .collect();
+    assert_eq!(named, words);
+    assert!(!page.contains("README") && !page.contains("](../"));
+}
