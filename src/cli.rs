@@ -24,6 +24,12 @@ Exit codes: 0 ok, 1 error, 2 usage, 10-29 a person is needed or the command refu
 project, 70 internal error, 75 project locked, 130 interrupted; `automaton help exit-codes`
 says what each means. More pages: `automaton help settings`, `help events`, `help files`.";
 
+/// The end of `orchestrate --help` and `continue --help`.
+const RUN_AFTER_HELP: &str = "\
+Flags beat the environment, which beats the settings files (.agent.md, config.md); `automaton
+config` shows each setting in effect, `automaton help settings` what each one means. The exit code says
+how the run ended (0: every task it drove is complete): `automaton help exit-codes`.";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "automaton",
@@ -58,8 +64,10 @@ pub enum Command {
     /// Report every task: its state, next step and the exact command that runs it
     Status(StatusArgs),
     /// Drive a task through its phases with an agent command (autopilot)
+    #[command(after_help = RUN_AFTER_HELP)]
     Orchestrate(OrchestrateArgs),
     /// Continue the most advanced unfinished task (same as `orchestrate` with no description)
+    #[command(after_help = RUN_AFTER_HELP)]
     Continue(ContinueArgs),
     /// Create task folders (`task create`)
     #[command(subcommand)]

@@ -168,7 +168,7 @@ pub static FILES: &[FileSpec] = &[
         Automaton,
         Ignore,
         "status, orchestrate",
-        "cache: the task folders found",
+        "cache: what each task file held when last read, so a repeated `status` stats files instead of reading them",
     ),
     file(
         ".automaton/worktrees/",

@@ -81,6 +81,11 @@ fn help_points_at_the_exit_code_page_not_the_readme() {
     let out = page(&["--help"]);
     assert!(out.contains("automaton help exit-codes"), "{out}");
     assert!(!out.contains("README"), "{out}");
+    for command in ["orchestrate", "continue"] {
+        let out = page(&[command, "--help"]);
+        assert!(out.contains("`automaton help exit-codes`"), "{out}");
+        assert!(out.contains("`automaton help settings`"), "{out}");
+    }
 }
 
 /// A man page per command: its options, every exit code, every setting.
