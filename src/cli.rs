@@ -20,15 +20,23 @@ Examples:
 Without --project/-C, the project is the nearest folder at or above the working directory that
 holds .automaton/ or tasks/.
 
-Exit codes are listed in the README (0 ok, 1 error, 2 usage, 10-27 human intervention needed or
-refused, 28 run budget spent, 66 no project, 75 project locked, 130 interrupted).";
+Exit codes: 0 ok, 1 error, 2 usage, 10-29 a person is needed or the command refused, 66 no
+project, 70 internal error, 75 project locked, 130 interrupted; `automaton help exit-codes`
+says what each means. More pages: `automaton help settings`, `help events`, `help files`.";
+
+/// The end of `orchestrate --help` and `continue --help`.
+const RUN_AFTER_HELP: &str = "\
+Flags beat the environment, which beats the settings files (.agent.md, config.md); `automaton
+config` shows each setting in effect, `automaton help settings` what each one means. The exit code says
+how the run ended (0: every task it drove is complete): `automaton help exit-codes`.";
 
 #[derive(Debug, Parser)]
 #[command(
     name = "automaton",
     version,
     about = "Drive AI coding agents through a task lifecycle kept in plain files",
-    after_help = AFTER_HELP
+    after_help = AFTER_HELP,
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     /// Project root (holds tasks/ and .automaton/). Without it, the nearest folder upward
@@ -56,8 +64,10 @@ pub enum Command {
     /// Report every task: its state, next step and the exact command that runs it
     Status(StatusArgs),
     /// Drive a task through its phases with an agent command (autopilot)
+    #[command(after_help = RUN_AFTER_HELP)]
     Orchestrate(OrchestrateArgs),
     /// Continue the most advanced unfinished task (same as `orchestrate` with no description)
+    #[command(after_help = RUN_AFTER_HELP)]
     Continue(ContinueArgs),
     /// Create task folders (`task create`)
     #[command(subcommand)]
@@ -87,8 +97,12 @@ pub enum Command {
     Init(InitArgs),
     /// Print a shell completion script (e.g. `automaton completions bash > ~/.local/share/bash-completion/completions/automaton`)
     Completions(CompletionsArgs),
-    /// Print the man page (roff) on stdout (e.g. `automaton man > automaton.1`)
-    Man,
+    /// Print the man page (roff) on stdout (e.g. `automaton man > automaton.1`), or a
+    /// command's (`automaton man orchestrate`); `--dir` writes every page
+    Man(ManArgs),
+    /// Print a help page: `exit-codes`, `settings`, `events` (the JSON stream), `files` (what
+    /// automaton reads and writes, and what to commit), or a command's help
+    Help(HelpArgs),
     /// A live view of every task, wave, phase and log; reads only, never takes the lock.
     /// Without a terminal (a pipe, TERM=dumb) it prints one plain line per change
     Watch(WatchArgs),
@@ -198,6 +212,22 @@ pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (e.g. `orchestrate`, `task create`)
+    pub command: Vec<String>,
+    /// Write automaton.1 and a page per command (automaton-orchestrate.1, ...) into DIR
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct HelpArgs {
+    /// A topic (exit-codes, settings, events, files) or a command (e.g. `orchestrate`)
+    #[arg(value_name = "TOPIC|COMMAND")]
+    pub topic: Vec<String>,
 }
 
 #[derive(Debug, Args)]

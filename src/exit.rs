@@ -72,3 +72,166 @@ pub const NO_PROJECT: u8 = 66;
 pub const LOCKED: u8 = 75;
 /// Interrupted by Ctrl-C (SIGINT), SIGTERM or SIGHUP; every child was stopped.
 pub const INTERRUPTED: u8 = 130;
+
+/// Every exit code with its meaning, in ascending order: the one table that
+/// `automaton help exit-codes`, the man pages and the README's exit-code table (a test
+/// compares them) are made from.
+pub const TABLE: &[(u8, &str)] = &[
+    (
+        OK,
+        "done: the report was printed; `orchestrate`, `continue`, `--manual`, `--step`: every task the run was asked to drive is complete",
+    ),
+    (
+        ERROR,
+        "error: bad input (settings, task path), a file that could not be read or written, no agent command",
+    ),
+    (
+        USAGE,
+        "usage: the command line could not be parsed; an empty, blank or reserved (`continue`) request to `orchestrate`; an argument that is not valid UTF-8 (named, its bytes escaped: `argument 3 (\"tasks/a\\xFF\") is not valid UTF-8`; only the folder of `--project`/`-C` may be any bytes, and is used as the path it is)",
+    ),
+    (
+        VERDICT_FAILED,
+        "human needed: the referee said FAIL or NEEDS_REVIEW",
+    ),
+    (
+        BAD_ARTIFACT,
+        "human needed: a phase left its artifact missing, empty or malformed (also an invalid DECOMPOSITION.md: every error of its table is named, or one over the 1 MiB cap)",
+    ),
+    (
+        AGENT_FAILED,
+        "human needed: the agent command failed (non-zero exit). An exit of 126 (cannot execute) or 127 (not found), or the same one-line error as the attempt before, stops at once without the retry backoff, and the message ends with the agent's last output lines",
+    ),
+    (
+        PHASE_TIMEOUT,
+        "human needed: a phase ran past `--max-phase-time`",
+    ),
+    (
+        STALLED,
+        "human needed: the agent's output did not grow for `--stall-timeout`",
+    ),
+    (
+        ITERATION_CAP,
+        "human needed: `--max-iterations` phases ran for one task in this run",
+    ),
+    (
+        TOTAL_TIME_CAP,
+        "the run reached `--max-total-time` (the next run resumes)",
+    ),
+    (
+        VERIFY_FAILED,
+        "human needed: the verify command failed (a PASS verdict was not accepted)",
+    ),
+    (
+        SUBTASKS_FAILED,
+        "human needed: sub-tasks of a decomposed task failed or are blocked",
+    ),
+    (
+        NEEDS_HUMAN,
+        "human needed: the task was stopped before this run and was not named (a sub-task, or `continue` found nothing that can go on, each reason printed); manual mode: a task needs a person's decision",
+    ),
+    (
+        AWAITING_APPROVAL,
+        "human needed: the next phase is gated (`Approve before`) and waits for `automaton approve` (or its approval lapsed); for a parent, a sub-task waits (its siblings ran)",
+    ),
+    (
+        STALE,
+        "human needed: artifacts are stale (an earlier artifact was edited after they were written); `automaton rerun <task> --from <phase>`",
+    ),
+    (
+        ISOLATION_FAILED,
+        "human needed: isolation failed: a merge-back conflicted (the files are named), or a worktree or commit could not be made",
+    ),
+    (
+        REFUSED,
+        "`merge` or `clean` refused, naming each reason (uncommitted changes, an unmerged branch, a dirty worktree, a conflict); nothing was changed",
+    ),
+    (
+        AGENT_NOT_FOUND,
+        "`orchestrate`: the agent's program (`- **Agent command**`'s first word, or the claude / codex / aider CLI) is not on PATH, or, for a path such as `./agent.sh` (read from the project folder, never looked up on PATH), is a missing file, a folder or not executable, or the script of a `sh|bash|dash|python|python3 [FLAGS] FILE` line is not a file (relative to the project root, where the agent runs); the message names the program or script, the setting and the `file:line` it came from. Nothing ran and no task changed state. A compound line (pipes, `&&`, variables, builtins), `-c`/`-m` and other flags are left to the shell",
+    ),
+    (
+        WAITING,
+        "manual mode (`--manual`, `Autopilot: Disabled`) or `--step`: the report was printed and the tasks it was asked about are not all complete; they wait for a person to run the next step",
+    ),
+    (
+        FROZEN_CHANGED,
+        "human needed: a phase after test_design changed a frozen acceptance file (TEST_PLAN.md or one listed under its `## Acceptance tests`); the file and the phase are named; `automaton approve <task>` accepts the change (also: `.state.frozen` itself unreadable, which `approve` sets aside)",
+    ),
+    (
+        TASK_BUDGET,
+        "human needed: the task spent more than `- **Budget per task**` (tokens or dollars, from its journal); the spend and the limit are named",
+    ),
+    (
+        RUN_BUDGET,
+        "the run spent more than `- **Budget per run**`; the spend and the limit are named (the next run has a budget of its own)",
+    ),
+    (
+        NOT_READY,
+        "`orchestrate --task` named a sub-task that may not start yet by its parent's plan: a dependency or an earlier wave has not ended (or failed), its wave's integration gate has not passed, or the parent is stopped. The reason and the parent's command are printed; nothing ran and nothing was written",
+    ),
+    (
+        CLEAN_PARTIAL,
+        "`clean` removed some tasks' worktrees and branches and kept others (a dirty worktree, an unmerged branch, a task not complete or stopped for a person, a parent whose sub-task is kept); each kept task is named with its reason, and the last line lists them. When it keeps every task it removes nothing and exits 23",
+    ),
+    (
+        NO_PROJECT,
+        "no project: `orchestrate`/`continue` found no `.automaton/` or `tasks/` here or above (run `automaton init`, or pass `--project .`), or the project would be inside a task folder (also `init` there)",
+    ),
+    (
+        INTERNAL,
+        "internal error: automaton panicked while driving a task (a bug; please report it). The task's `.stop` holds the message; the run ended once what was running had finished",
+    ),
+    (
+        LOCKED,
+        "another `automaton orchestrate` holds the project lock (the message names its pid)",
+    ),
+    (
+        INTERRUPTED,
+        "interrupted by Ctrl-C / SIGTERM / SIGHUP / SIGQUIT: every agent (and a running VRAM detection script) was stopped; the next run resumes at that phase",
+    ),
+];
+
+/// The meaning of a code, if it is one of automaton's.
+pub fn meaning(code: u8) -> Option<&'static str> {
+    TABLE.iter().find(|(c, _)| *c == code).map(|(_, m)| *m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_ascending_and_each_code_once() {
+        for pair in TABLE.windows(2) {
+            assert!(pair[0].0 < pair[1].0, "{} before {}", pair[0].0, pair[1].0);
+        }
+    }
+
+    #[test]
+    fn every_code_of_this_file_is_in_the_table() {
+        let source = include_str!("exit.rs");
+        let mut codes = 0;
+        for line in source.lines() {
+            let Some(rest) = line.strip_prefix("pub const ") else {
+                continue;
+            };
+            let Some((_, value)) = rest.split_once(": u8 = ") else {
+                continue;
+            };
+            let code: u8 = value.trim_end_matches(';').parse().expect("a code");
+            assert!(meaning(code).is_some(), "{line}: not in TABLE");
+            codes += 1;
+        }
+        assert_eq!(codes, TABLE.len(), "one row per constant");
+    }
+
+    #[test]
+    fn every_stop_has_its_code_in_the_table() {
+        for (kind, word, code) in crate::plan::decide::StopKind::TABLE {
+            assert!(
+                meaning(code).is_some(),
+                "{kind:?} ({word}) exits {code}: not in TABLE"
+            );
+        }
+    }
+}

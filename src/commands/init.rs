@@ -146,8 +146,8 @@ fn ignore_rules() -> String {
     use crate::store::{isolation, task_files};
     let mut s = format!(
         "{IGNORE_MARK}\n\
-         # (the lock, caches, worktrees, and of each task its logs and run state; the README's\n\
-         # \"What to commit\" says why)\n"
+         # (the lock, caches, worktrees, and of each task its logs and run state;\n\
+         # `automaton help files` says why)\n"
     );
     let worktrees = format!("{}/", crate::run::isolation::WORKTREES_DIR);
     for rel in [
@@ -272,8 +272,7 @@ fn agent_md(agent: InitAgent) -> String {
          How automaton runs each phase of a task. A setting is a `- **Key**: value` bullet under\n\
          `## Agent`; other lines are notes. A line inside `<!-- -->` is an example that is not\n\
          read: delete the `<!-- ` before it to use it. `automaton config` lists every setting in\n\
-         effect and where it came from; recipes for each agent CLI are in the automaton\n\
-         repository's examples/agents/.\n\n",
+         effect and where it came from; `automaton help settings` says what each one means.\n\n",
     );
     let (kind, command, note) = match agent {
         InitAgent::Claude => (

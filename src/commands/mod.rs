@@ -8,6 +8,7 @@ mod dry_run;
 mod error;
 mod gates;
 mod graph;
+mod help;
 mod init;
 mod isolation;
 mod logs;
@@ -141,7 +142,8 @@ fn run(cli: &cli::Cli) -> Result<u8> {
     // Commands that need no project.
     match &cli.command {
         cli::Command::Completions(args) => return shell::completions_command(args),
-        cli::Command::Man => return shell::man_command(),
+        cli::Command::Man(args) => return shell::man_command(args),
+        cli::Command::Help(args) => return help::help_command(args),
         cli::Command::Init(args) => return init::init_command(cli.project.as_deref(), args),
         _ => {}
     }
@@ -190,7 +192,10 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Watch(args) => watch::watch_command(&ctx, args),
         cli::Command::Attach(args) => attach::attach_command(&ctx, args),
         cli::Command::Logs(args) => logs::logs_command(&ctx, args),
-        cli::Command::Init(_) | cli::Command::Completions(_) | cli::Command::Man => {
+        cli::Command::Init(_)
+        | cli::Command::Completions(_)
+        | cli::Command::Man(_)
+        | cli::Command::Help(_) => {
             unreachable!("handled above")
         }
     }

@@ -82,8 +82,9 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     ) else {
         return Err(Error::Input(
             "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
-             or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent \
-             (recipes in examples/agents/)"
+             or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent; \
+             `automaton init` writes a .agent.md for the agent CLI on PATH, and `automaton help \
+             settings` lists every setting"
                 .into(),
         ));
     };

@@ -122,6 +122,44 @@ pub struct TaskView {
     pub budget: Option<BudgetView>,
 }
 
+/// Every key of a task in `status --json`, and whether it is always there (else only where it
+/// applies): the list the README gives, kept equal to [`TaskView`]'s fields by a test.
+pub const TASK_KEYS: &[(&str, bool)] = &[
+    ("path", true),
+    ("name", true),
+    ("parent", true),
+    ("state", true),
+    ("status", true),
+    ("next_step", true),
+    ("command", true),
+    ("artifacts", true),
+    ("reason", false),
+    ("verdict", false),
+    ("wave", false),
+    ("depends_on", false),
+    ("blocked_by", false),
+    ("waiting_for", true),
+    ("decision", false),
+    ("waits_for", false),
+    ("subtasks", false),
+    ("fix_tasks", false),
+    ("usage", false),
+    ("branch", true),
+    ("worktree", true),
+    ("merged", true),
+    ("ahead", false),
+    ("base_branch", false),
+    ("merge_command", false),
+    ("awaiting_approval", true),
+    ("approval_lapsed", false),
+    ("approval_covers", false),
+    ("stale", true),
+    ("stale_reason", false),
+    ("rerun_from", false),
+    ("frozen_changed", false),
+    ("budget", false),
+];
+
 impl TaskView {
     /// What the task waits for, as the view holds it.
     pub fn wait(&self) -> Wait {
@@ -886,5 +924,35 @@ impl std::fmt::Display for Report<'_> {
             f.write_str(&out)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::TASK_KEYS;
+
+    /// `TASK_KEYS` names every serialized field of `TaskView`, in order, and says "always"
+    /// exactly of those without `skip_serializing_if` (read from this file's source).
+    #[test]
+    fn task_keys_are_the_fields_of_task_view() {
+        let source = include_str!("mod.rs");
+        let start = source.find("pub struct TaskView {").expect("TaskView");
+        let body = &source[start..];
+        let body = &body[..body.find("\n}\n").expect("end of TaskView")];
+        let mut fields = Vec::new();
+        let mut attrs = String::new();
+        for line in body.lines().skip(1) {
+            let line = line.trim();
+            if line.starts_with("#[") {
+                attrs.push_str(line);
+            } else if let Some(rest) = line.strip_prefix("pub ") {
+                let name = rest.split(':').next().expect("a field").trim();
+                if !attrs.contains("serde(skip)") {
+                    fields.push((name, !attrs.contains("skip_serializing_if")));
+                }
+                attrs.clear();
+            }
+        }
+        assert_eq!(fields, TASK_KEYS.to_vec());
     }
 }

@@ -443,8 +443,9 @@ fn missing_agent_command_is_a_clear_error() {
         .status(1)
         .stderr(
             "error: no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, \
-             codex or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent \
-             (recipes in examples/agents/)\n",
+             codex or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent; \
+             `automaton init` writes a .agent.md for the agent CLI on PATH, and `automaton help \
+             settings` lists every setting\n",
         )
         .run();
     assert!(!p.join("tasks/x").exists());
