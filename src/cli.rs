@@ -20,7 +20,7 @@ Examples:
 Without --project/-C, the project is the nearest folder at or above the working directory that
 holds .automaton/ or tasks/.
 
-Exit codes: 0 ok, 1 error, 2 usage, 10-29 a person is needed or the command refused, 66 no
+Exit codes: 0 ok, 1 error, 2 usage, 10-30 a person is needed or the command refused (30: `clean` kept some), 66 no
 project, 70 internal error, 75 project locked, 130 interrupted; `automaton help exit-codes`
 says what each means. More pages: `automaton help settings`, `help events`, `help files`.";
 
