@@ -2,10 +2,10 @@
 //! that, and repeat until the task is complete or needs a person. A phase's end is judged in
 //! [`super::judge`]; the sub-tasks of a decomposed task are scheduled in [`super::waves`].
 
+use super::check::run_verify;
 use super::event::Event;
 use super::isolation::Workspace;
 use super::judge::{Attempt, Failures, Freeze, after_phase, freeze, frozen_reason, one_phase};
-use super::phase::run_verify;
 use super::subtasks::sync_subtasks;
 use super::waves::{run_children, run_waves, step_subtask};
 use super::workspace::workspace;

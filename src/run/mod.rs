@@ -4,6 +4,7 @@
 pub mod adapter;
 pub mod agent;
 pub mod budget;
+pub mod check;
 pub mod config;
 pub mod driver;
 pub mod dry_run;

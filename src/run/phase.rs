@@ -2,8 +2,8 @@
 //! the artifact against a fresh snapshot.
 
 use super::adapter::PhaseReport;
-use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent, run_agent_on};
-use super::event::{Check, CheckFinished, CheckStarted, Event};
+use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent_on};
+use super::event::Event;
 use super::isolation::Workspace;
 use super::{Run, StopKind};
 use crate::settings::Settings;
@@ -176,7 +176,7 @@ fn reattachable_job(run: &Run<'_>, phase: Phase, logs: &Path) -> Option<(u64, u3
 }
 
 /// Name the processes of a stopped group that even SIGKILL did not end (stuck in the kernel).
-fn warn_leftovers(run: &Run<'_>, task_rel: &str, outcome: &AgentOutcome) {
+pub(super) fn warn_leftovers(run: &Run<'_>, task_rel: &str, outcome: &AgentOutcome) {
     if outcome.leftovers.is_empty() {
         return;
     }
@@ -365,7 +365,7 @@ pub(super) fn recovered(
 
 /// The task's `logs/` folder, made when missing; never the task folder itself: one deleted
 /// under the run stops the task ([`super::RunError::TaskGone`]) instead of being made again.
-fn logs_dir(task_rel: &str, task_dir: &Path) -> super::Result<PathBuf> {
+pub(super) fn logs_dir(task_rel: &str, task_dir: &Path) -> super::Result<PathBuf> {
     let logs = task_dir.join("logs");
     match fs::create_dir(&logs) {
         Err(_) if !task_dir.is_dir() => Err(super::RunError::TaskGone(task_rel.to_string())),
@@ -530,7 +530,7 @@ fn record(
 }
 
 /// `AUTOMATON_WORKTREE` and `AUTOMATON_BRANCH` for an isolated task.
-fn workspace_env(ws: Option<&Workspace>) -> Vec<(String, String)> {
+pub(super) fn workspace_env(ws: Option<&Workspace>) -> Vec<(String, String)> {
     ws.map(|w| {
         vec![
             (
@@ -544,131 +544,10 @@ fn workspace_env(ws: Option<&Workspace>) -> Vec<(String, String)> {
 }
 
 /// `AUTOMATON_PORT` for a task that holds one (see [`super::ports`]).
-fn port_env(run: &Run<'_>, task_rel: &str) -> Option<(String, String)> {
+pub(super) fn port_env(run: &Run<'_>, task_rel: &str) -> Option<(String, String)> {
     run.ports
         .port_of(task_rel)
         .map(|p| ("AUTOMATON_PORT".to_string(), p.to_string()))
-}
-
-/// Run the verify command (same runner, same caps) in the task's workspace, logging to
-/// `logs/<stem>-<n>.log` (`verify`, or `integration-<wave>` for the gate after a wave).
-/// `Ok(None)` when it passed; `Ok(Some(reason))` when it failed.
-pub fn run_verify(
-    run: &Run<'_>,
-    command: &str,
-    task_rel: &str,
-    task_dir: &Path,
-    ws: Option<&Workspace>,
-    stem: &str,
-) -> super::Result<Option<(StopKind, String)>> {
-    run_check(run, Check::Verify, command, task_rel, task_dir, ws, stem)
-}
-
-/// Run the setup command once in a new worktree (same runner, the phase time cap), logging
-/// to `logs/setup-<n>.log`. `Ok(None)` when it passed; `Ok(Some(reason))` when it failed
-/// (a failure or a timeout is an isolation stop, exit 22).
-pub fn run_setup(
-    run: &Run<'_>,
-    command: &str,
-    task_rel: &str,
-    task_dir: &Path,
-    ws: &Workspace,
-) -> super::Result<Option<(StopKind, String)>> {
-    Ok(run_check(
-        run,
-        Check::Setup,
-        command,
-        task_rel,
-        task_dir,
-        Some(ws),
-        "setup",
-    )?
-    .map(|(kind, reason)| match kind {
-        StopKind::VerifyFailed | StopKind::PhaseTimeout | StopKind::Stalled => {
-            (StopKind::Isolation, reason)
-        }
-        other => (other, reason),
-    }))
-}
-
-/// A command automaton runs itself (`what`: verify or setup), through the agent runner.
-fn run_check(
-    run: &Run<'_>,
-    what: Check,
-    command: &str,
-    task_rel: &str,
-    task_dir: &Path,
-    ws: Option<&Workspace>,
-    stem: &str,
-) -> super::Result<Option<(StopKind, String)>> {
-    let logs = logs_dir(task_rel, task_dir)?;
-    let attempt = next_attempt(&logs, stem);
-    let log = logs.join(format!("{stem}-{attempt}.log"));
-    run.progress.event(&what.started(CheckStarted {
-        task: task_rel,
-        command,
-        log: &log,
-    }));
-    let mut env = vec![(
-        "AUTOMATON_TASK_DIR".to_string(),
-        task_dir.display().to_string(),
-    )];
-    env.extend(workspace_env(ws));
-    env.extend(port_env(run, task_rel));
-    let pid_file = stop_leftover_agent(run, task_rel, &logs)?;
-    let spec = AgentSpec {
-        command,
-        cwd: ws.map_or(&run.settings.project, |w| &w.cwd),
-        env: &env,
-        prompt: "",
-        log_path: &log,
-        phase_timeout: run.limits.phase,
-        stall_timeout: None,
-        deadline: Some(run.deadline),
-        cancel: run.cancel,
-        contract_grace: run.limits.contract_grace,
-        kill_grace: run.limits.kill_grace,
-        on_line: None,
-        on_output: None,
-        pid_file: Some(&pid_file),
-        sync_once_started: None,
-        stop: None,
-    };
-    let outcome = {
-        let _slot = run.slots.acquire(run.cancel);
-        run_agent(&spec)?
-    };
-    warn_leftovers(run, task_rel, &outcome);
-    let rel_log = format!("{task_rel}/logs/{stem}-{attempt}.log");
-    let failed = match &outcome.end {
-        AgentEnd::Exited(s) if s.success() => None,
-        AgentEnd::Exited(_) => Some((
-            StopKind::VerifyFailed,
-            format!(
-                "{what} command `{command}` failed ({}); see {rel_log}",
-                // It is the verify command that exited, not the agent.
-                outcome.end.describe().replacen("agent ", "", 1)
-            ),
-        )),
-        other => Some(super::stop_for(other).map_or(
-            (
-                StopKind::VerifyFailed,
-                format!("{what} command `{command}`: {}", other.describe()),
-            ),
-            |k| {
-                (
-                    k,
-                    format!("{what} command `{command}`: {}", other.describe()),
-                )
-            },
-        )),
-    };
-    run.progress.event(&what.finished(CheckFinished {
-        task: task_rel,
-        failure: failed.as_ref().map(|(_, r)| r.as_str()),
-        log: &log,
-    }));
-    Ok(failed)
 }
 
 #[cfg(test)]

@@ -3,10 +3,10 @@
 //! end on one channel. With isolation, passed sub-tasks are merged back and each wave's
 //! integration gate runs before a later wave starts.
 
+use super::check::run_verify;
 use super::driver::{drive, load, parent_of, stop_task, stopped};
 use super::event::Event;
 use super::isolation::{Isolation, Workspace};
-use super::phase::run_verify;
 use super::subtasks::sync_subtasks;
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::Plan;

@@ -51,7 +51,7 @@ pub(super) fn workspace(
         Err(e) => return Ok(setup_failed(&e)),
     }
     if let Some(cmd) = run.cfg.setup_command.as_deref()
-        && let Some((kind, reason)) = super::phase::run_setup(run, cmd, rel, dir, &ws)?
+        && let Some((kind, reason)) = super::check::run_setup(run, cmd, rel, dir, &ws)?
     {
         let reason = if kind == StopKind::Isolation {
             format!(
