@@ -274,7 +274,7 @@ pub static FILES: &[FileSpec] = &[
         Task,
         Ignore,
         "orchestrate",
-        "prompts, agent output, verify output, journal.jsonl, verified, agent.pid, set-aside artifacts",
+        "prompts, agent output and each agent's exit record (<phase>-<n>.exit), verify output, journal.jsonl, verified and verify-due, agent.pid, plan-sent-back.md, isolation.cleaned, set-aside artifacts",
     ),
     file(
         ".automaton-tmp-*",
