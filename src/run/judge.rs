@@ -29,20 +29,23 @@ pub(super) enum PhaseEnd {
     /// It succeeded: the folder as read after it.
     Done(TaskTree),
     /// The attempt failed in a way a retry may mend (nothing recorded yet).
-    Failed {
-        kind: StopKind,
-        reason: String,
-        rate_limited: bool,
-        attempt: u32,
-        /// The agent's exit status, when it exited by itself.
-        exit_code: Option<i32>,
-        /// Its one-line error (its own, else its last output line), when the agent failed.
-        error_line: Option<String>,
-        /// The phase log (absolute), whose last lines a stop shows.
-        log: PathBuf,
-    },
+    Failed(Failure),
     /// The task (or the run) stops; already recorded and announced.
     Stop(Outcome),
+}
+
+/// How an attempt failed, as the retry decision and the stop message need it.
+pub(super) struct Failure {
+    kind: StopKind,
+    reason: String,
+    rate_limited: bool,
+    attempt: u32,
+    /// The agent's exit status, when it exited by itself.
+    exit_code: Option<i32>,
+    /// Its one-line error (its own, else its last output line), when the agent failed.
+    error_line: Option<String>,
+    /// The phase log (absolute), whose last lines a stop shows.
+    log: PathBuf,
 }
 
 /// The failed attempts of one phase in a row in this run.
@@ -71,30 +74,22 @@ pub(super) fn after_phase(
     failed: &mut Option<Failures>,
     fresh: &mut Option<TaskTree>,
 ) -> super::Result<Option<Outcome>> {
-    let (kind, reason, rate_limited, attempt, exit_code, error_line, log) = match end {
+    let Failure {
+        kind,
+        reason,
+        rate_limited,
+        attempt,
+        exit_code,
+        error_line,
+        log,
+    } = match end {
         PhaseEnd::Done(tree) => {
             *failed = None;
             *fresh = Some(tree);
             return Ok(None);
         }
         PhaseEnd::Stop(outcome) => return Ok(Some(outcome)),
-        PhaseEnd::Failed {
-            kind,
-            reason,
-            rate_limited,
-            attempt,
-            exit_code,
-            error_line,
-            log,
-        } => (
-            kind,
-            reason,
-            rate_limited,
-            attempt,
-            exit_code,
-            error_line,
-            log,
-        ),
+        PhaseEnd::Failed(failure) => failure,
     };
     let before = failed.take().filter(|f| f.phase == at.phase);
     let failures = before.as_ref().map_or(1, |f| f.count + 1);
@@ -295,7 +290,7 @@ pub(super) fn one_phase(
         let error_line = (kind == StopKind::AgentFailed)
             .then(|| rep.error.clone().or_else(|| o.last_line.clone()))
             .flatten();
-        return Ok(PhaseEnd::Failed {
+        return Ok(PhaseEnd::Failed(Failure {
             kind,
             reason,
             rate_limited: rep.rate_limited,
@@ -303,7 +298,7 @@ pub(super) fn one_phase(
             exit_code,
             error_line,
             log: pr.log.clone(),
-        });
+        }));
     }
     accept(run, rel, dir, phase, ws, &pr, judged_snap, read_warnings)
 }
