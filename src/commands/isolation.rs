@@ -5,7 +5,7 @@ use super::{Ctx, Error, out};
 use crate::cli::{CleanArgs, MergeArgs};
 use crate::git::{Merge, Repo};
 use crate::report::phase_config;
-use crate::run::isolation::{Kept, clean_one, clean_plan, within};
+use crate::run::clean::{Kept, clean_one, clean_plan, within};
 use crate::settings::Settings;
 use crate::state::State;
 use crate::store::isolation;

@@ -5,6 +5,7 @@ pub mod adapter;
 pub mod agent;
 pub mod budget;
 pub mod check;
+pub mod clean;
 pub mod config;
 pub mod driver;
 pub mod dry_run;
