@@ -107,6 +107,14 @@ impl Repo {
         git(dir, &["rev-parse", "HEAD"])
     }
 
+    /// What changed in `dir` from commit `base` to HEAD: git's one-line summary (`2 files
+    /// changed, 5 insertions(+)`) and the patch.
+    pub fn diff_since(&self, dir: &Path, base: &str) -> Result<(String, String)> {
+        let stat = git(dir, &["diff", "--shortstat", base, "HEAD"])?;
+        let patch = git(dir, &["diff", base, "HEAD"])?;
+        Ok((stat, patch))
+    }
+
     /// The tip of a branch, if it exists.
     pub fn branch_tip(&self, branch: &str) -> Option<String> {
         git(

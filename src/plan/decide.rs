@@ -3,6 +3,7 @@
 //! it left, whether the task goes on ([`judge_phase`]). No I/O, no clock reads, no processes:
 //! the driver gathers the facts, asks, and executes the answer.
 
+use super::rework::Rework;
 use crate::exit;
 use crate::state::{Cause, Phase, State};
 use crate::units::thousands;
@@ -183,6 +184,9 @@ pub struct Facts {
     /// A frozen acceptance file (TEST_PLAN.md, `## Acceptance tests`) differs from its
     /// recorded hash, and the task is past test_design.
     pub frozen_changed: bool,
+    /// For a task whose referee said FAIL or NEEDS_REVIEW: whether it goes back to implement
+    /// (`- **Rework**`), or why not.
+    pub rework: Rework,
     /// The task's spend passed `Budget per task`.
     pub task_over_budget: bool,
     /// This run's spend passed `Budget per run`.
@@ -213,6 +217,9 @@ pub enum Action {
     IterationCap(Phase),
     /// Run this phase.
     RunPhase(Phase),
+    /// The referee said FAIL or NEEDS_REVIEW and a rework round is left: set the artifacts
+    /// from implement on aside and run implement again with the findings.
+    Rework,
     /// `--step`: the one phase ran; this phase would be next. Nothing is recorded in the task.
     StepDone(Phase),
     /// `--step` on a task whose sub-tasks run next: run one phase of one ready sub-task.
@@ -246,6 +253,11 @@ pub fn next_action(f: &Facts) -> Action {
         // A PASS whose verify was due when a run ended (`logs/verify-due`): verify it now.
         State::Next(Phase::Referee) if f.verify == Verify::Pending => Action::Verify,
         State::Complete => Action::Complete,
+        State::HumanIntervention
+            if f.cause == Some(Cause::Verdict) && matches!(f.rework, Rework::Round(_)) =>
+        {
+            Action::Rework
+        }
         State::HumanIntervention => Action::Human(StopKind::for_cause(f.cause)),
         State::Next(phase) if f.step && f.iterations >= 1 => Action::StepDone(phase),
         State::Next(_) if f.frozen_changed => Action::Frozen,
@@ -582,6 +594,11 @@ mod tests {
             } else {
                 Action::Complete
             }
+        } else if f.state == State::HumanIntervention
+            && f.cause == Some(Cause::Verdict)
+            && matches!(f.rework, Rework::Round(_))
+        {
+            Action::Rework
         } else if f.state == State::HumanIntervention {
             Action::Human(match f.cause {
                 Some(Cause::Verdict) => StopKind::VerdictFailed,
@@ -634,7 +651,7 @@ mod tests {
                 for has_plan in [false, true] {
                     for verify in VERIFY {
                         for (iterations, max_iterations) in [(0, 10), (9, 10), (10, 10), (0, 0)] {
-                            for flags in 0..1024u16 {
+                            for flags in 0..2048u16 {
                                 let bit = |n: u16| flags & (1 << n) != 0;
                                 let late = bit(1);
                                 let f = Facts {
@@ -653,6 +670,11 @@ mod tests {
                                     frozen_changed: bit(7),
                                     task_over_budget: bit(8),
                                     run_over_budget: bit(9),
+                                    rework: if bit(10) {
+                                        Rework::Round(1)
+                                    } else {
+                                        Rework::Spent { rounds: 1 }
+                                    },
                                     now: t0 + Duration::from_secs(if late { 10 } else { 1 }),
                                     deadline: t0 + Duration::from_secs(10),
                                 };
@@ -664,7 +686,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 1024);
+        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 2048);
     }
 
     /// An independent statement of the retry rules.

@@ -120,6 +120,10 @@ pub struct TaskView {
     /// Spend against `Budget per task` (only when one is set).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetView>,
+    /// The rework rounds the task had (`- **Rework**`: `logs/rework/<n>/`); absent before
+    /// the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rework_round: Option<u32>,
 }
 
 /// Every key of a task in `status --json`, and whether it is always there (else only where it
@@ -158,6 +162,7 @@ pub const TASK_KEYS: &[(&str, bool)] = &[
     ("rerun_from", false),
     ("frozen_changed", false),
     ("budget", false),
+    ("rework_round", false),
 ];
 
 impl TaskView {
@@ -459,6 +464,11 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         rerun_from,
         frozen_changed,
         budget,
+        rework_round: node
+            .snap
+            .has_logs
+            .then(|| crate::store::rework::count(&node.dir))
+            .filter(|n| *n > 0),
     }
 }
 
@@ -741,6 +751,13 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     }
     if let Some(b) = &v.budget {
         let _ = writeln!(out, "- **Budget**: {}", budget_line(b));
+    }
+    if let Some(n) = v.rework_round {
+        let _ = writeln!(
+            out,
+            "- **Rework**: round {n} (what each round set aside, and why, is in {}/logs/rework/)",
+            v.path
+        );
     }
     if let Some(r) = &v.reason {
         let _ = writeln!(out, "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {r}");

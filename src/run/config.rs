@@ -96,6 +96,8 @@ pub struct RunConfig {
     pub limits: Limits,
     /// `- **Retries**`: more attempts a failed phase gets in the same run.
     pub retries: u32,
+    /// `- **Rework**`: rounds back to implement with the findings of a failed review or check.
+    pub rework: u32,
     /// `- **Retry backoff**`: the wait before the first retry (doubled for each next one).
     pub retry_backoff: Duration,
     /// `- **Budget per task**` and `- **Budget per run**`.
@@ -134,6 +136,7 @@ impl RunConfig {
                 kill_grace: settings.duration(Key::KillGrace),
             },
             retries: u32::try_from(settings.count(Key::Retries)).unwrap_or(u32::MAX),
+            rework: u32::try_from(settings.count(Key::Rework)).unwrap_or(u32::MAX),
             retry_backoff: settings.duration(Key::RetryBackoff),
             budget_per_task: settings.budget(Key::BudgetPerTask),
             budget_per_run: settings.budget(Key::BudgetPerRun),

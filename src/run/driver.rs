@@ -197,7 +197,8 @@ impl Drive<'_, '_> {
         };
         let dir = &self.dir;
         let state = node.state();
-        let action = next_action(&facts(run, dir, &tree, node, self.iterations));
+        let facts = facts(run, dir, &tree, node, self.iterations);
+        let action = next_action(&facts);
         // `.state` follows the artifacts, except a PASS not verified yet: it never says
         // complete before the verify command passed.
         if node.snap.state_file != Some(state) && action != Action::Verify {
@@ -217,11 +218,8 @@ impl Drive<'_, '_> {
             Action::Verify => verify_pass(run, rel, dir, self.ws),
             Action::Complete => self.complete(tree, last),
             Action::Human(kind) => {
-                let reason = node
-                    .decision
-                    .reason
-                    .clone()
-                    .unwrap_or_else(|| "needs a human".into());
+                let reason = node.decision.reason.as_deref().unwrap_or("needs a human");
+                let reason = super::rework::with_history(run, dir, reason, facts.rework);
                 run.progress.event(&Event::TaskStopped {
                     task: rel,
                     kind: kind.word(),
@@ -264,6 +262,11 @@ impl Drive<'_, '_> {
                 self.phase(node, Phase::Decomposition, Some(&note))
             }
             Action::RunChildren => run_children(run, &tree),
+            Action::Rework => {
+                let reason = node.decision.reason.as_deref().unwrap_or("");
+                super::rework::start_for_verdict(run, rel, dir, self.ws, reason)?;
+                Ok(None)
+            }
             Action::RunPhase(phase) => {
                 if frozen::needs_freezing(phase, node.snap.artifacts, node.snap.has_frozen) {
                     freeze(run, rel, dir, self.ws, Freeze::Missing)?;
@@ -398,6 +401,13 @@ pub(super) fn facts(
         frozen_changed: matches!(state, State::Next(p) if p.artifact() > Artifact::TestPlan)
             && node.snap.has_frozen
             && !frozen::changed(dir).is_empty(),
+        rework: if state == State::HumanIntervention
+            && node.decision.cause == Some(crate::state::Cause::Verdict)
+        {
+            super::rework::for_verdict(run, dir)
+        } else {
+            crate::plan::rework::Rework::Off
+        },
         task_over_budget: run.budgets.task_exceeded(dir, Default::default()).is_some(),
         run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
         // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
@@ -511,7 +521,11 @@ pub(super) fn verify_pass(
     mark_verify_due(dir)?;
     if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
         let reason = format!("the referee said PASS, but {reason}");
-        return stop_task(run, rel, dir, kind, reason).map(Some);
+        return match super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)? {
+            Some((kind, reason)) => stop_task(run, rel, dir, kind, reason).map(Some),
+            // A rework round began: implement runs next.
+            None => Ok(None),
+        };
     }
     write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
     crate::fsx::remove_if_there(&dir.join(VERIFY_DUE_FILE))?;

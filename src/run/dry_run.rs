@@ -126,6 +126,21 @@ fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned
         Action::StepDone(phase) => {
             planned("none", Some(phase.word()), "one step done".into(), None)
         }
+        Action::Rework => planned(
+            "rework",
+            Some("implement"),
+            format!(
+                "{}: rework round {} of {} (`- **Rework**`): the artifacts from implement on are \
+                 set aside in logs/rework/ and implement runs again with the findings",
+                node.decision
+                    .reason
+                    .as_deref()
+                    .unwrap_or("the referee did not pass it"),
+                crate::store::rework::count(&node.dir) + 1,
+                run.cfg.rework
+            ),
+            None,
+        ),
         Action::Replan => planned(
             "replan",
             Some("decomposition"),

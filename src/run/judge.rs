@@ -464,7 +464,10 @@ fn accept(
     if phase == Phase::Implement
         && let Some(cmd) = run.verify_command
     {
-        if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
+        if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")?
+            && let Some((kind, reason)) =
+                super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)?
+        {
             return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
         }
         // It ran in the task's workspace and may have touched the task: read it again.

@@ -21,6 +21,7 @@ pub mod progress;
 pub mod record;
 pub mod recover;
 pub mod retry;
+pub mod rework;
 pub mod subtasks;
 pub mod vram;
 pub mod waves;

@@ -218,7 +218,7 @@ pub fn run_phase_noted(
     };
     let log = logs.join(format!("{}-{attempt}.log", phase.word()));
     let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
-    let prompt = write_prompt(run, phase, task_rel, task_dir, &prompt_file, note)?;
+    let prompt = write_prompt(run, phase, task_rel, task_dir, ws, &prompt_file, note)?;
     let env = phase_env(run, phase, task_rel, task_dir, ws, attempt, &prompt_file);
     run.progress.event(&Event::PhaseStarted {
         task: task_rel,
@@ -407,11 +407,13 @@ fn write_prompt(
     phase: Phase,
     task_rel: &str,
     task_dir: &Path,
+    ws: Option<&Workspace>,
     prompt_file: &Path,
     note: Option<&str>,
 ) -> super::Result<String> {
     let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
-    if let Some(note) = note {
+    let rework = super::rework::prompt_section(run, phase, task_dir, ws);
+    for note in rework.as_deref().into_iter().chain(note) {
         prompt.push_str("\n\n");
         prompt.push_str(note.trim_end());
         prompt.push('\n');
@@ -512,10 +514,10 @@ fn record(
     report: &super::adapter::PhaseReport,
 ) {
     run.budgets.add(super::budget::phase_spend(report));
-    journal::append(
-        task_dir,
-        &super::record::journal_entry(phase.word(), attempt, outcome, run.adapter.name(), report),
-    );
+    let mut entry =
+        super::record::journal_entry(phase.word(), attempt, outcome, run.adapter.name(), report);
+    entry.rework_round = Some(crate::store::rework::count(task_dir)).filter(|n| *n > 0);
+    journal::append(task_dir, &entry);
     if let Some(model) = &report.model {
         journal::record_model(
             &run.settings.project,

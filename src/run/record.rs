@@ -38,5 +38,6 @@ pub fn journal_entry(
         tokens: report.tokens(),
         cost_usd: report.cost_usd,
         context_window: report.context_window,
+        rework_round: None,
     }
 }

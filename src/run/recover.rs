@@ -12,9 +12,11 @@
 //!    unless the run had stopped (the marker is sealed) and a person changed the file since:
 //!    then it is theirs, and counts; or unless its agent had ended with success (its
 //!    watchdog's exit record): then the mark stays and the phase is judged, not run again;
-//! 4. a verify that was due (`logs/verify-due`) with no verify command configured any more is
+//! 4. a rework round a killed run left half-made (`logs/rework/.next`) is finished: its
+//!    artifacts moved and its number given, so implement never runs without its findings;
+//! 5. a verify that was due (`logs/verify-due`) with no verify command configured any more is
 //!    dropped;
-//! 5. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
+//! 6. `.state` is rewritten wherever it disagrees with what the artifacts say (a terminal
 //!    sub-task is not driven again, so nothing else would repair it), except that a PASS not yet
 //!    verified never reads `complete`.
 
@@ -82,6 +84,9 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
                 });
             }
             clear_incomplete(&node.dir)?;
+        }
+        if node.snap.has_logs {
+            super::rework::recover(&node.dir)?;
         }
     }
     // A verify that was due under a verify command since removed from the settings: nothing

@@ -337,6 +337,14 @@ registry! {
         Kind::Pause,
         None,
         "wait before the first retry, doubled for each next one (a rate-limit signal always waits, at least 1s)";
+    Rework => "limits.rework",
+        ConfigMd,
+        "Limits",
+        "Rework",
+        "0",
+        Kind::Whole,
+        None,
+        "rounds a task whose referee said FAIL or NEEDS_REVIEW, or whose verify command failed, goes back to implement with the findings before it stops for a person; 0: none";
     BudgetPerTask => "limits.budget_per_task",
         ConfigMd,
         "Limits",

@@ -274,7 +274,7 @@ pub static FILES: &[FileSpec] = &[
         Task,
         Ignore,
         "orchestrate",
-        "prompts, agent output and each agent's exit record (<phase>-<n>.exit), verify output, journal.jsonl, verified and verify-due, agent.pid, plan-sent-back.md, isolation.cleaned, set-aside artifacts",
+        "prompts, agent output and each agent's exit record (<phase>-<n>.exit), verify output, journal.jsonl, verified and verify-due, agent.pid, plan-sent-back.md, isolation.cleaned, set-aside artifacts, rework/<round>/ (what a rework round set aside, its FINDINGS.md and round.diff)",
     ),
     file(
         ".automaton-tmp-*",

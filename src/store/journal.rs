@@ -16,6 +16,7 @@
 //! | `input_tokens`, `output_tokens`, `tokens` | token usage (input includes cache reads and writes) |
 //! | `cost_usd` | the cost the agent reported |
 //! | `context_window` | the model's context window, as the agent reported it |
+//! | `rework_round` | the rework round the phase ran in (`- **Rework**`); absent outside rework |
 //!
 //! The last model an agent reported is also kept in `.automaton/.agent_model.json`, where
 //! VRAM detection reads it when the settings name no model.
@@ -55,6 +56,9 @@ pub struct Entry {
     pub tokens: Option<u64>,
     pub cost_usd: Option<f64>,
     pub context_window: Option<u64>,
+    /// The rework round the phase ran in (`logs/rework/<n>/`); absent outside rework.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rework_round: Option<u32>,
 }
 
 /// Append one line to the task's journal (best effort: a journal that cannot be written never

@@ -14,5 +14,6 @@ pub mod inputs;
 pub mod isolation;
 pub mod journal;
 pub mod lock;
+pub mod rework;
 pub mod task_files;
 pub mod vram_cache;

@@ -312,10 +312,13 @@ fn table_row<'a>(model: &Model, row: &Row, ui: &Ui) -> TableRow<'a> {
                 return TableRow::new([""]);
             };
             let v = &t.view;
-            let phase = match t.running_phase() {
+            let mut phase = match t.running_phase() {
                 Some(l) => format!("▶ {} #{}", l.phase, l.attempt),
                 None => v.next_step.clone(),
             };
+            if let Some(n) = v.rework_round {
+                phase.push_str(&format!(" · rework {n}"));
+            }
             let elapsed = match (&t.running, &v.usage) {
                 (Some(r), _) => dur(SystemTime::now()
                     .duration_since(r.since)

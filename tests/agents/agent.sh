@@ -5,7 +5,8 @@
 # <task-name>:*=behaviour) for one task only, where <task-name> is the last path component
 # of AUTOMATON_TASK (so `a:referee=fail` fails sub-task .../subtasks/a). Later items win.
 # Behaviours:
-#   ok (default), fail (FAIL verdict), needs_review, empty (empty artifact), malformed
+#   ok (default), fail (FAIL verdict), fail_once (FAIL unless the prompt is a rework
+#   round's), fail_new (FAIL with a finding of its own each attempt), needs_review, empty (empty artifact), malformed
 #   (two verdict words), exit3 (exit 3 without the artifact), none (exit 0 without the
 #   artifact), contract_only (print CONTRACT_MET, write nothing), met_exit3 (write the artifact,
 #   print CONTRACT_MET, exit 3), hang (start a grandchild,
@@ -73,6 +74,17 @@ case $behavior in
 
 ## Findings
 - broken-thing: it does not work"; record; echo CONTRACT_MET; exit 0; } ;;
+  fail_once) [ "$phase" = referee ] && case $prompt in
+    *"## Rework round"*) ;;
+    *) write "Verdict: FAIL
+
+## Findings
+- broken-thing: it does not work"; record; echo CONTRACT_MET; exit 0 ;;
+  esac ;;
+  fail_new) [ "$phase" = referee ] && { write "Verdict: FAIL
+
+## Findings
+- bug-${AUTOMATON_ATTEMPT:-1}: a new way it does not work"; record; echo CONTRACT_MET; exit 0; } ;;
   needs_review) [ "$phase" = referee ] && { write "Verdict: NEEDS_REVIEW
 
 ## Remaining Issues

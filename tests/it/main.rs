@@ -56,6 +56,7 @@ mod readme;
 mod recipes;
 mod reliability;
 mod reports;
+mod rework;
 mod state_table;
 mod status;
 mod supervisor;

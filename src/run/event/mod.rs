@@ -241,6 +241,16 @@ pub enum Event<'a> {
         max_peak: u64,
         rows: Vec<&'a str>,
     },
+    /// A failed review or check sent the task back to implement (`- **Rework**`): round
+    /// `round` of `max`, its artifacts from implement on set aside in `kept`.
+    ReworkStarted {
+        task: &'a str,
+        round: u32,
+        max: u32,
+        cause: &'a str,
+        #[serde(serialize_with = "path")]
+        kept: &'a Path,
+    },
     /// `wave` is null for a sub-task made by hand, not in a plan.
     SubtaskStarted {
         task: &'a str,
@@ -522,6 +532,15 @@ impl Event<'_> {
             VramDetected { task, block, .. } => format!("{task}: {}", block.trim_end()),
             PlanSentBack { task, max_peak, .. } => format!(
                 "↻ {task}: sub-tasks over the context budget of {max_peak} tokens; the plan goes back to the decomposition phase once"
+            ),
+            ReworkStarted {
+                task,
+                round,
+                max,
+                cause,
+                ..
+            } => format!(
+                "↻ {task}: rework round {round} of {max}: {cause}; implement runs again with the findings"
             ),
             SubtaskStarted {
                 task,
