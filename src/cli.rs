@@ -89,6 +89,10 @@ pub enum Command {
     /// Reject a task's newest artifact: it moves to logs/rejected/ and its phase runs again
     /// with the reason
     Reject(RejectArgs),
+    /// Answer the questions an agent asked (QUESTIONS.md): `1=2` picks option 2, `1=Redis` an
+    /// option by its text, `2="free text"` your own words; recorded in DECISIONS.md, and the
+    /// phase runs again with them
+    Answer(AnswerArgs),
     /// Set a task back to a phase: that phase's artifact and every later one move to
     /// logs/superseded/<n>/, and `orchestrate` builds them again
     Rerun(RerunArgs),
@@ -166,6 +170,15 @@ pub struct ApproveArgs {
     /// Also approve every sub-task of this task that waits for approval
     #[arg(long)]
     pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// Task path (as `status` prints it)
+    pub task: String,
+    /// One per question: N=<option number>, N=<option text> or N="free text"
+    #[arg(value_name = "N=ANSWER")]
+    pub answers: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -62,6 +62,9 @@ pub const NOT_READY: u8 = 29;
 /// `clean`: removed some finished tasks' worktrees and branches and kept others (each named
 /// with its reason, also on the last line).
 pub const CLEAN_PARTIAL: u8 = 30;
+/// `orchestrate`: an agent asked a person questions (QUESTIONS.md) instead of writing its
+/// artifact; `automaton answer` records the answers and the phase runs again.
+pub const QUESTIONS_ASKED: u8 = 32;
 /// An internal error: automaton itself failed (a panic while driving a task). The task is
 /// stopped with the message; this is a bug to report (EX_SOFTWARE).
 pub const INTERNAL: u8 = 70;
@@ -172,6 +175,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         CLEAN_PARTIAL,
         "`clean` removed some tasks' worktrees and branches and kept others (a dirty worktree, an unmerged branch, a task not complete or stopped for a person, a parent whose sub-task is kept); each kept task is named with its reason, and the last line lists them. When it keeps every task it removes nothing and exits 23",
+    ),
+    (
+        QUESTIONS_ASKED,
+        "human needed: an agent asked questions instead of writing its artifact (QUESTIONS.md in the task folder, each question with its options); `automaton answer <task> 1=<option> 2=\"free text\"` records the answers in DECISIONS.md and the phase runs again with them. Sibling sub-tasks go on meanwhile",
     ),
     (
         NO_PROJECT,

@@ -341,6 +341,8 @@ pub struct Facts<'a> {
     /// A PASS verdict waits for the verify command (`logs/verify-due`): the task is not
     /// complete until it passed.
     pub verify_due: bool,
+    /// The agent asked a person questions (QUESTIONS.md): the task waits for the answers.
+    pub questions: bool,
 }
 
 /// Sub-task outcomes of a parent, for the `PASS: n, FAIL: n, NEEDS_REVIEW: n` summary.
@@ -394,6 +396,8 @@ pub enum Cause {
     Created,
     /// Decomposition nested deeper than [`MAX_DEPTH`].
     TooDeep,
+    /// The agent asked questions (QUESTIONS.md) that wait for a person's answers.
+    Questions,
 }
 
 /// Levels of sub-tasks below a top-level task. A task at this depth that writes a
@@ -476,6 +480,12 @@ pub fn artifact_state(artifacts: ArtifactSet, config: &PhaseConfig, is_subtask: 
 pub fn decide(facts: &Facts<'_>, config: &PhaseConfig) -> Decision {
     if let Some(reason) = facts.stop {
         return Decision::human(Cause::Stopped, reason.to_string());
+    }
+    if facts.questions {
+        return Decision::human(
+            Cause::Questions,
+            "the agent asked questions (QUESTIONS.md) that wait for a person's answers",
+        );
     }
     let verdict = facts.artifacts.contains(Artifact::Verdict).then(|| {
         facts

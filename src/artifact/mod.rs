@@ -1,3 +1,5 @@
-//! Parsers of the artifacts whose content matters: VERDICT.md and DECOMPOSITION.md.
+//! Parsers of the artifacts whose content matters: VERDICT.md, DECOMPOSITION.md and an agent's
+//! QUESTIONS.md.
 pub mod decomposition;
+pub mod questions;
 pub mod verdict;

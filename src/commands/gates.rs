@@ -20,7 +20,7 @@ use std::fs;
 use std::path::Path;
 
 /// The settings, the checked task path and its tree (gates applied).
-fn load(ctx: &Ctx, task: &str) -> super::Result<(Settings, String, TaskTree)> {
+pub(super) fn load(ctx: &Ctx, task: &str) -> super::Result<(Settings, String, TaskTree)> {
     let settings = Settings::load(&ctx.project)?;
     print_warnings(&settings.warnings);
     let gates = approval_gates(&settings);
@@ -38,7 +38,7 @@ fn load(ctx: &Ctx, task: &str) -> super::Result<(Settings, String, TaskTree)> {
 }
 
 /// Files are moved only while no orchestrator drives the project.
-fn take_lock(ctx: &Ctx) -> super::Result<lock::ProjectLock> {
+pub(super) fn take_lock(ctx: &Ctx) -> super::Result<lock::ProjectLock> {
     Ok(lock::acquire(&ctx.project)?)
 }
 
@@ -199,7 +199,11 @@ pub fn reject_command(ctx: &Ctx, args: &RejectArgs) -> super::Result<u8> {
 }
 
 /// Write `.state` as the artifacts now decide it; returns the word.
-fn reset_state(ctx: &Ctx, settings: &Settings, rel: &str) -> super::Result<&'static str> {
+pub(super) fn reset_state(
+    ctx: &Ctx,
+    settings: &Settings,
+    rel: &str,
+) -> super::Result<&'static str> {
     let tree = TaskTree::load_task(&ctx.project, rel, &phase_config(settings));
     let node = tree
         .nodes

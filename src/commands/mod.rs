@@ -1,6 +1,7 @@
 //! The command layer: one handler per subcommand. The only place that sees `cli` and [`Ctx`];
 //! everything below it takes plain values (a project path, a colour choice, a prefix).
 
+mod answer;
 mod attach;
 mod config;
 mod detect_vram;
@@ -188,6 +189,7 @@ fn run(cli: &cli::Cli) -> Result<u8> {
         cli::Command::Clean(args) => isolation::clean_command(&ctx, args),
         cli::Command::Approve(args) => gates::approve_command(&ctx, args),
         cli::Command::Reject(args) => gates::reject_command(&ctx, args),
+        cli::Command::Answer(args) => answer::answer_command(&ctx, args),
         cli::Command::Rerun(args) => gates::rerun_command(&ctx, args),
         cli::Command::Watch(args) => watch::watch_command(&ctx, args),
         cli::Command::Attach(args) => attach::attach_command(&ctx, args),

@@ -36,6 +36,8 @@ pub enum StopKind {
     RunBudget,
     /// A sub-task named on the command line may not start yet by its parent's plan.
     NotReady,
+    /// The agent asked questions; they wait for `automaton answer`.
+    Questions,
     /// automaton itself failed while driving the task (a panic): a bug.
     Internal,
 }
@@ -43,7 +45,7 @@ pub enum StopKind {
 impl StopKind {
     /// Every stop kind with its word (in `--json` events) and its documented exit code: the
     /// one table of both, in variant order.
-    pub const TABLE: [(StopKind, &'static str, u8); 19] = [
+    pub const TABLE: [(StopKind, &'static str, u8); 20] = [
         (
             StopKind::VerdictFailed,
             "verdict_failed",
@@ -82,6 +84,11 @@ impl StopKind {
         (StopKind::TaskBudget, "task_budget", exit::TASK_BUDGET),
         (StopKind::RunBudget, "run_budget", exit::RUN_BUDGET),
         (StopKind::NotReady, "not_ready", exit::NOT_READY),
+        (
+            StopKind::Questions,
+            "questions_asked",
+            exit::QUESTIONS_ASKED,
+        ),
         (StopKind::Internal, "internal_error", exit::INTERNAL),
     ];
 
@@ -126,6 +133,7 @@ impl StopKind {
                     | StopKind::Stale
                     | StopKind::Frozen
                     | StopKind::NotReady
+                    | StopKind::Questions
             )
     }
 
@@ -137,6 +145,7 @@ impl StopKind {
                 StopKind::BadArtifact
             }
             Some(Cause::Subtasks) => StopKind::SubtasksFailed,
+            Some(Cause::Questions) => StopKind::Questions,
             Some(Cause::Stopped | Cause::Created) | None => StopKind::NeedsHuman,
         }
     }
@@ -564,8 +573,9 @@ pub fn judge_phase(p: &PhaseFacts<'_>) -> Result<(), (StopKind, String)> {
 mod tests {
     use super::*;
 
-    const CAUSES: [Option<Cause>; 8] = [
+    const CAUSES: [Option<Cause>; 9] = [
         None,
+        Some(Cause::Questions),
         Some(Cause::Stopped),
         Some(Cause::Verdict),
         Some(Cause::MalformedVerdict),
@@ -605,6 +615,7 @@ mod tests {
                 Some(Cause::MalformedVerdict) | Some(Cause::InvalidPlan) => StopKind::BadArtifact,
                 Some(Cause::TooDeep) => StopKind::BadArtifact,
                 Some(Cause::Subtasks) => StopKind::SubtasksFailed,
+                Some(Cause::Questions) => StopKind::Questions,
                 _ => StopKind::NeedsHuman,
             })
         } else if f.step && f.iterations > 0 {
@@ -686,7 +697,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 11 * 8 * 2 * 3 * 4 * 2048);
+        assert_eq!(cases, 11 * 9 * 2 * 3 * 4 * 2048);
     }
 
     /// An independent statement of the retry rules.

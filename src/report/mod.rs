@@ -124,6 +124,19 @@ pub struct TaskView {
     /// the first.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rework_round: Option<u32>,
+    /// The questions the agent asked (QUESTIONS.md) that wait for `automaton answer`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<QuestionView>,
+}
+
+/// One question an agent asked, as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct QuestionView {
+    pub number: u32,
+    pub text: String,
+    pub options: Vec<String>,
+    /// The recommended option's number (from 1).
+    pub recommended: Option<usize>,
 }
 
 /// Every key of a task in `status --json`, and whether it is always there (else only where it
@@ -163,6 +176,7 @@ pub const TASK_KEYS: &[(&str, bool)] = &[
     ("frozen_changed", false),
     ("budget", false),
     ("rework_round", false),
+    ("questions", false),
 ];
 
 impl TaskView {
@@ -469,7 +483,29 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             .has_logs
             .then(|| crate::store::rework::count(&node.dir))
             .filter(|n| *n > 0),
+        questions: if node.snap.questions {
+            questions_of(&node.dir)
+        } else {
+            Vec::new()
+        },
     }
+}
+
+/// The questions of a task's QUESTIONS.md (none when it cannot be read or parsed: the stop
+/// names why).
+fn questions_of(dir: &std::path::Path) -> Vec<QuestionView> {
+    use crate::artifact::questions::{QUESTIONS_FILE, parse_questions};
+    let text = crate::fsx::read_to_string(dir.join(QUESTIONS_FILE)).unwrap_or_default();
+    parse_questions(&text)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|q| QuestionView {
+            number: q.number,
+            text: q.text,
+            options: q.options,
+            recommended: q.recommended.map(|i| i + 1),
+        })
+        .collect()
 }
 
 /// The next step of task `i` and the one command that moves it on: for a task that waits for
@@ -502,19 +538,24 @@ fn next_of(
         _ if f.blocked_by.is_some() => ("blocked".to_string(), None),
         State::HumanIntervention => (
             "human".to_string(),
-            Some(if fix_tasks.iter().any(|f| f.state.is_none()) {
-                format!("{prefix} orchestrate --manual")
-            } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
-                // The fix tasks come first; the one to run next.
-                format!("{prefix} orchestrate --task {}{step_flag}", f.path)
-            } else if !fix_tasks.is_empty() {
-                referee_again(prefix, &node.rel, step)
-            } else if wait.through.is_some() {
-                // Running the parent again stops the same way: the sub-task's way out.
-                subtasks_way_out(tree, i, prefix, step).unwrap_or(run)
-            } else {
-                run
-            }),
+            Some(
+                if wait.decision == Some(PersonDecision::AnswerQuestions) && wait.through.is_none()
+                {
+                    format!("{prefix} answer {}", node.rel)
+                } else if fix_tasks.iter().any(|f| f.state.is_none()) {
+                    format!("{prefix} orchestrate --manual")
+                } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
+                    // The fix tasks come first; the one to run next.
+                    format!("{prefix} orchestrate --task {}{step_flag}", f.path)
+                } else if !fix_tasks.is_empty() {
+                    referee_again(prefix, &node.rel, step)
+                } else if wait.through.is_some() {
+                    // Running the parent again stops the same way: the sub-task's way out.
+                    subtasks_way_out(tree, i, prefix, step).unwrap_or(run)
+                } else {
+                    run
+                },
+            ),
         ),
         _ if f.awaiting.is_some() || f.frozen_changed.is_some() => (
             "approve".to_string(),
@@ -751,6 +792,23 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     }
     if let Some(b) = &v.budget {
         let _ = writeln!(out, "- **Budget**: {}", budget_line(b));
+    }
+    if !v.questions.is_empty() {
+        let _ = writeln!(
+            out,
+            "- **Questions** (answer each: `N=<option>` or `N=\"free text\"`):"
+        );
+        for q in &v.questions {
+            let _ = writeln!(out, "  {}. {}", q.number, q.text);
+            for (i, o) in q.options.iter().enumerate() {
+                let rec = if q.recommended == Some(i + 1) {
+                    " (recommended)"
+                } else {
+                    ""
+                };
+                let _ = writeln!(out, "     {}={}  {o}{rec}", q.number, i + 1);
+            }
+        }
     }
     if let Some(n) = v.rework_round {
         let _ = writeln!(

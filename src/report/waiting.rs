@@ -53,6 +53,8 @@ pub enum PersonDecision {
     RerunStale,
     /// A sub-task's merge-back conflicted: merge it by hand, then run the parent again.
     ResolveConflict,
+    /// The agent asked questions (QUESTIONS.md): `automaton answer`.
+    AnswerQuestions,
     /// Any other stop (the agent failed, a timeout, a bad artifact, a cap): read the reason,
     /// then run the task again.
     ReviewStop,
@@ -67,6 +69,7 @@ impl PersonDecision {
             PersonDecision::RaiseBudget => "raise_budget",
             PersonDecision::RerunStale => "rerun_stale",
             PersonDecision::ResolveConflict => "resolve_conflict",
+            PersonDecision::AnswerQuestions => "answer_questions",
             PersonDecision::ReviewStop => "review_stop",
         }
     }
@@ -80,6 +83,7 @@ impl PersonDecision {
             PersonDecision::RaiseBudget => "raise `- **Budget per task**` in config.md",
             PersonDecision::RerunStale => "rerun the stale artifacts",
             PersonDecision::ResolveConflict => "resolve the merge conflict",
+            PersonDecision::AnswerQuestions => "answer the agent's questions",
             PersonDecision::ReviewStop => "look at the stop",
         }
     }
@@ -216,6 +220,7 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
             let reason = d.reason.clone();
             let decision = match d.cause {
                 Some(Cause::Verdict) => PersonDecision::DecideVerdict,
+                Some(Cause::Questions) => PersonDecision::AnswerQuestions,
                 Some(Cause::Subtasks) => {
                     if let Some(w) = first_person(tree, child_waits(tree, i)) {
                         return w;

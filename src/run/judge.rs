@@ -261,6 +261,9 @@ pub(super) fn one_phase(
         );
         return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
     }
+    if let Some(stop) = super::questions::asked(run, rel, dir, phase, pr.attempt)? {
+        return Ok(PhaseEnd::Stop(stop));
+    }
     // The run that wrote the artifact is judged on it, marker or not.
     let mut read_warnings = Vec::new();
     let judged_snap = crate::task::snapshot::read_snapshot_unmarked(dir, rel, &mut read_warnings);

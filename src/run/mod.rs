@@ -18,6 +18,7 @@ pub mod phase;
 pub mod ports;
 pub mod preflight;
 pub mod progress;
+pub mod questions;
 pub mod record;
 pub mod recover;
 pub mod retry;

@@ -22,7 +22,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a notification says.
 #[derive(Debug, Clone)]
 pub struct Notice<'a> {
-    /// `awaiting_approval`, `human_intervention`, `complete` or `stopped` (a run stop:
+    /// `awaiting_approval`, `question`, `human_intervention`, `complete` or `stopped` (a run stop:
     /// Ctrl-C, the total time cap).
     pub event: &'a str,
     /// The task path, relative to the project.
@@ -58,6 +58,7 @@ pub fn event_for(kind: crate::plan::decide::StopKind) -> &'static str {
     use crate::plan::decide::StopKind;
     match kind {
         StopKind::AwaitingApproval => "awaiting_approval",
+        StopKind::Questions => "question",
         k if k.is_task_stop() => "human_intervention",
         _ => "stopped",
     }

@@ -82,6 +82,11 @@ pub fn render_prompt(
         text.push_str(contract.trim_end());
         text.push('\n');
     }
+    // Every phase may ask a person instead of guessing (`contracts/questions.md`).
+    let (asking, _) = settings.template("contracts", "questions")?;
+    text.push('\n');
+    text.push_str(asking.trim_end());
+    text.push('\n');
     Ok(text)
 }
 
@@ -412,8 +417,10 @@ fn write_prompt(
     note: Option<&str>,
 ) -> super::Result<String> {
     let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
+    let decisions = super::questions::decisions_section(&run.settings.project, task_rel);
     let rework = super::rework::prompt_section(run, phase, task_dir, ws);
-    for note in rework.as_deref().into_iter().chain(note) {
+    let notes = [decisions.as_deref(), rework.as_deref(), note];
+    for note in notes.into_iter().flatten() {
         prompt.push_str("\n\n");
         prompt.push_str(note.trim_end());
         prompt.push('\n');

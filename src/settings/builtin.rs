@@ -9,7 +9,8 @@ macro_rules! phase_files {
 static PROMPTS: &[(&str, &str)] = phase_files!("prompts": "research", "decomposition", "design",
     "test_design", "implement", "bug_find", "adversarial_bug_find", "doc_review", "referee");
 static CONTRACTS: &[(&str, &str)] = phase_files!("contracts": "research", "decomposition", "design",
-    "test_design", "implement", "bug_find", "adversarial_bug_find", "doc_review", "referee");
+    "test_design", "implement", "bug_find", "adversarial_bug_find", "doc_review", "referee",
+    "questions");
 
 /// The built-in prompt (`kind` = `prompts`) or contract (`contracts`) of a phase.
 pub fn builtin_template(kind: &str, phase: &str) -> Option<&'static str> {

@@ -200,6 +200,20 @@ pub static FILES: &[FileSpec] = &[
     artifact("DOC_REVIEW.md", "doc review"),
     artifact("VERDICT.md", "referee: PASS, FAIL or NEEDS_REVIEW"),
     file(
+        "QUESTIONS.md",
+        Task,
+        Commit,
+        "the phase's agent, instead of its artifact",
+        "questions for a person, each with 2-4 options; `automaton answer` moves it to logs/questions/",
+    ),
+    file(
+        "DECISIONS.md",
+        Task,
+        Commit,
+        "answer",
+        "a person's answers to the agent's questions (who, when), given to every later phase of the task and its sub-tasks",
+    ),
+    file(
         ".origin",
         Task,
         Commit,

@@ -38,6 +38,8 @@ pub struct Snapshot {
     pub state_file: Option<State>,
     pub origin: Option<Box<OriginFile>>,
     pub stop: Option<String>,
+    /// `QUESTIONS.md` is there: the agent asked a person, and the task waits for the answers.
+    pub questions: bool,
     /// Whether a `subtasks/` folder exists.
     pub has_subtasks_dir: bool,
     /// `logs/plan-sent-back.md` is there ([`SENT_BACK_FILE`]): the plan went back to the
@@ -151,6 +153,7 @@ pub fn read_snapshot_in(
                 }
                 crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
                 "logs" => snap.has_logs = true,
+                crate::artifact::questions::QUESTIONS_FILE => snap.questions = true,
                 crate::store::isolation::ISOLATION_FILE => snap.has_isolation = true,
                 crate::store::frozen::FROZEN_FILE => snap.has_frozen = true,
                 _ => {}

@@ -750,6 +750,7 @@ fn decide_node(nodes: &mut [TaskNode], i: usize, config: &PhaseConfig) {
         depth: node.depth,
         sent_back: node.snap.sent_back,
         verify_due: node.snap.verify_due,
+        questions: node.snap.questions,
     };
     let decision = decide(&facts, config);
     nodes[i].decision = decision.into();

@@ -6,7 +6,8 @@
 # of AUTOMATON_TASK (so `a:referee=fail` fails sub-task .../subtasks/a). Later items win.
 # Behaviours:
 #   ok (default), fail (FAIL verdict), fail_once (FAIL unless the prompt is a rework
-#   round's), fail_new (FAIL with a finding of its own each attempt), needs_review, empty (empty artifact), malformed
+#   round's), fail_new (FAIL with a finding of its own each attempt), ask (write QUESTIONS.md
+#   instead of the artifact until the prompt has the answers), needs_review, empty (empty artifact), malformed
 #   (two verdict words), exit3 (exit 3 without the artifact), none (exit 0 without the
 #   artifact), contract_only (print CONTRACT_MET, write nothing), met_exit3 (write the artifact,
 #   print CONTRACT_MET, exit 3), hang (start a grandchild,
@@ -85,6 +86,12 @@ case $behavior in
 
 ## Findings
 - bug-${AUTOMATON_ATTEMPT:-1}: a new way it does not work"; record; echo CONTRACT_MET; exit 0; } ;;
+  ask) case $prompt in
+    *"## Decisions people made"*) ;;
+    *) printf '%s\n' "## 1. Which store should the cache use?" "It decides the deployment." \
+         "- Redis (recommended)" "- SQLite" "" "## 2. What should the endpoint be called?" \
+         > "$AUTOMATON_TASK_DIR/QUESTIONS.md"; record; echo CONTRACT_MET; exit 0 ;;
+  esac ;;
   needs_review) [ "$phase" = referee ] && { write "Verdict: NEEDS_REVIEW
 
 ## Remaining Issues

@@ -52,6 +52,7 @@ mod nesting;
 mod orchestrate;
 mod parsers;
 mod perf_index;
+mod questions;
 mod readme;
 mod recipes;
 mod reliability;

@@ -251,6 +251,13 @@ pub enum Event<'a> {
         #[serde(serialize_with = "path")]
         kept: &'a Path,
     },
+    /// The phase's agent asked a person questions (QUESTIONS.md) instead of writing its
+    /// artifact.
+    QuestionsAsked {
+        task: &'a str,
+        phase: &'a str,
+        questions: Vec<&'a str>,
+    },
     /// `wave` is null for a sub-task made by hand, not in a plan.
     SubtaskStarted {
         task: &'a str,
@@ -541,6 +548,16 @@ impl Event<'_> {
                 ..
             } => format!(
                 "↻ {task}: rework round {round} of {max}: {cause}; implement runs again with the findings"
+            ),
+            QuestionsAsked {
+                task,
+                phase,
+                questions,
+            } => format!(
+                "? {task}: the {phase} agent asks {} question{}: {}",
+                questions.len(),
+                if questions.len() == 1 { "" } else { "s" },
+                questions.join(" / ")
             ),
             SubtaskStarted {
                 task,
