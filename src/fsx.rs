@@ -19,11 +19,22 @@
 //! [`write_atomic`] is durable; [`write_rebuildable`] is not, unless `- **Durability**: full`
 //! (config.md `## Storage`, or `AUTOMATON_DURABILITY=full`) turned [`set_full_durability`] on,
 //! which restores the fsync of every write. New writers get the durable one by default.
+//!
+//! # Containment: automaton writes only inside the project
+//!
+//! Once [`contain_within`] named the project (settings do it when they load), every write
+//! here beneath it checks the folders on its way: a folder that is a link resolving outside
+//! the project (`tasks/`, a task folder, `logs/`, `subtasks/`, `.automaton/` pointing
+//! elsewhere) is refused with its path, unless `- **Allow links out**: yes`. A link that
+//! stays inside is fine. A file appended to ([`append_line`], [`open_append`]) is opened with
+//! `O_NOFOLLOW`: appending through a link would write wherever it points, so a link there is
+//! refused always. A rewrite by rename replaces a link itself and never writes through it.
 
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether a file written by [`write_atomic_with`] must survive a power cut.
@@ -39,6 +50,134 @@ pub enum Durability {
 }
 
 static FULL_DURABILITY: AtomicBool = AtomicBool::new(false);
+
+/// The project automaton's writes stay in ([`contain_within`]).
+struct Containment {
+    /// The project folder as the paths written name it.
+    root: PathBuf,
+    /// The same, links resolved: where a resolved folder must lie.
+    real: PathBuf,
+    allow_links_out: bool,
+}
+
+static CONTAINMENT: RwLock<Option<Containment>> = RwLock::new(None);
+
+/// Keep every later write beneath `project` inside it (see the module's "Containment"):
+/// with `allow_links_out` false, a folder beneath it that is a link resolving outside is
+/// refused. Set once per command, when its settings load.
+pub fn contain_within(project: &Path, allow_links_out: bool) {
+    let real = fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
+    let c = Containment {
+        root: project.to_path_buf(),
+        real,
+        allow_links_out,
+    };
+    *CONTAINMENT.write().unwrap_or_else(|e| e.into_inner()) = Some(c);
+}
+
+/// Refuse `path` (a folder automaton is about to write in, or make) when it, or a folder
+/// above it beneath the project, is a link that resolves outside the project. The error
+/// names the link, where it points and the setting that allows it. A path outside the
+/// project, or before [`contain_within`], passes: it is not the project's.
+pub fn beneath(path: &Path) -> io::Result<()> {
+    let guard = CONTAINMENT.read().unwrap_or_else(|e| e.into_inner());
+    let Some(c) = guard.as_ref() else {
+        return Ok(());
+    };
+    if c.allow_links_out {
+        return Ok(());
+    }
+    let Ok(rest) = path.strip_prefix(&c.root) else {
+        return Ok(());
+    };
+    let mut at = c.root.clone();
+    for part in rest.components() {
+        at.push(part);
+        match fs::symlink_metadata(&at) {
+            // Not there yet: the write makes it, a real folder beneath the last one checked.
+            Err(_) => break,
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = fs::canonicalize(&at)
+                    .unwrap_or_else(|_| fs::read_link(&at).unwrap_or_else(|_| PathBuf::from("?")));
+                if !target.starts_with(&c.real) {
+                    return Err(link_out(&at, &target, &c.root));
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn link_out(link: &Path, target: &Path, root: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} is a link to {}, outside the project {}: automaton writes only inside the \
+             project (`- **Allow links out**: yes` in config.md's `## Storage` allows it)",
+            link.display(),
+            target.display(),
+            root.display()
+        ),
+    )
+}
+
+/// Open `path` to append to it, creating it (and its folder) when missing: beneath the
+/// project ([`beneath`]) and never through a link (`O_NOFOLLOW`; a link there is refused with
+/// its path). Every file automaton appends to is opened here or by [`append_line`].
+pub fn open_append(path: &Path) -> io::Result<fs::File> {
+    open_append_with(path, false, true)
+}
+
+/// [`open_append`]; `read` opens it for reading too, `make_dir` makes a missing folder.
+fn open_append_with(path: &Path, read: bool, make_dir: bool) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = folder_of(path);
+    beneath(dir)?;
+    let open = || {
+        fs::OpenOptions::new()
+            .create(true)
+            .read(read)
+            .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    };
+    let file = match open() {
+        Err(e) if make_dir && e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir)?;
+            open()
+        }
+        other => other,
+    };
+    file.map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            appended_link(path)
+        } else {
+            e
+        }
+    })
+}
+
+/// Refuse a file automaton appends to when it is a link, before anything is written (a run
+/// checks its task's appended files so; the append itself refuses one made later).
+pub fn refuse_appended_link(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(appended_link(path)),
+        _ => Ok(()),
+    }
+}
+
+fn appended_link(path: &Path) -> io::Error {
+    let to = fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} is a link (to {to}): automaton does not append through a link, which could \
+             write anywhere; replace it with a plain file",
+            path.display()
+        ),
+    )
+}
 
 /// `- **Durability**: full`: fsync every write, rebuildable ones included.
 pub fn set_full_durability(on: bool) {
@@ -72,6 +211,7 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> i
 
 fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let dir = folder_of(path);
+    beneath(dir)?;
     // Keep the mode of the file replaced; a new file is readable by all (0644), as a shell's
     // `>` would make it under the usual umask (tempfile alone would make it 0600).
     let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
@@ -175,11 +315,7 @@ pub fn append_line_unless(
     refuse: impl FnOnce(&[u8; 2]) -> bool,
 ) -> io::Result<bool> {
     use std::os::unix::fs::FileExt;
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)?;
+    let mut f = open_append_with(path, true, false)?;
     let mut text = String::with_capacity(line.len() + 2);
     let len = f.metadata()?.len();
     let mut head = [0u8; 2];
@@ -215,6 +351,7 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
         return Ok(false);
     }
     let dir = folder_of(path);
+    beneath(dir)?;
     fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
