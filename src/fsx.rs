@@ -66,12 +66,7 @@ static CONTAINMENT: RwLock<Option<Containment>> = RwLock::new(None);
 /// with `allow_links_out` false, a folder beneath it that is a link resolving outside is
 /// refused. Set once per command, when its settings load.
 pub fn contain_within(project: &Path, allow_links_out: bool) {
-    let real = fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
-    let c = Containment {
-        root: project.to_path_buf(),
-        real,
-        allow_links_out,
-    };
+    let c = Containment::new(project, allow_links_out);
     *CONTAINMENT.write().unwrap_or_else(|e| e.into_inner()) = Some(c);
 }
 
@@ -81,32 +76,50 @@ pub fn contain_within(project: &Path, allow_links_out: bool) {
 /// project, or before [`contain_within`], passes: it is not the project's.
 pub fn beneath(path: &Path) -> io::Result<()> {
     let guard = CONTAINMENT.read().unwrap_or_else(|e| e.into_inner());
-    let Some(c) = guard.as_ref() else {
-        return Ok(());
-    };
-    if c.allow_links_out {
-        return Ok(());
+    match guard.as_ref() {
+        Some(c) => c.check(path),
+        None => Ok(()),
     }
-    let Ok(rest) = path.strip_prefix(&c.root) else {
-        return Ok(());
-    };
-    let mut at = c.root.clone();
-    for part in rest.components() {
-        at.push(part);
-        match fs::symlink_metadata(&at) {
-            // Not there yet: the write makes it, a real folder beneath the last one checked.
-            Err(_) => break,
-            Ok(m) if m.file_type().is_symlink() => {
-                let target = fs::canonicalize(&at)
-                    .unwrap_or_else(|_| fs::read_link(&at).unwrap_or_else(|_| PathBuf::from("?")));
-                if !target.starts_with(&c.real) {
-                    return Err(link_out(&at, &target, &c.root));
-                }
-            }
-            Ok(_) => {}
+}
+
+impl Containment {
+    fn new(project: &Path, allow_links_out: bool) -> Containment {
+        let real = fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
+        Containment {
+            root: project.to_path_buf(),
+            real,
+            allow_links_out,
         }
     }
-    Ok(())
+
+    /// [`beneath`] against this project.
+    fn check(&self, path: &Path) -> io::Result<()> {
+        let c = self;
+        if c.allow_links_out {
+            return Ok(());
+        }
+        let Ok(rest) = path.strip_prefix(&c.root) else {
+            return Ok(());
+        };
+        let mut at = c.root.clone();
+        for part in rest.components() {
+            at.push(part);
+            match fs::symlink_metadata(&at) {
+                // Not there yet: the write makes it, a real folder beneath the last one checked.
+                Err(_) => break,
+                Ok(m) if m.file_type().is_symlink() => {
+                    let target = fs::canonicalize(&at).unwrap_or_else(|_| {
+                        fs::read_link(&at).unwrap_or_else(|_| PathBuf::from("?"))
+                    });
+                    if !target.starts_with(&c.real) {
+                        return Err(link_out(&at, &target, &c.root));
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 fn link_out(link: &Path, target: &Path, root: &Path) -> io::Error {
@@ -529,6 +542,73 @@ mod tests {
         );
         remove_if_there(&missing).unwrap();
         assert!(is_temp_name(".automaton-spare-.state"));
+    }
+
+    #[test]
+    fn only_links_resolving_outside_the_project_are_refused() {
+        use std::os::unix::fs::symlink;
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = project.path();
+        fs::create_dir_all(root.join("tasks/real/logs")).unwrap();
+        fs::create_dir_all(root.join("elsewhere")).unwrap();
+        symlink(outside.path(), root.join("tasks/out")).unwrap();
+        symlink("../elsewhere", root.join("tasks/in")).unwrap();
+        // A link inside that points to a link out is out.
+        symlink("out", root.join("tasks/via")).unwrap();
+        let c = Containment::new(root, false);
+        for ok in [
+            "tasks/real/logs",
+            "tasks/real/logs/new/deeper",
+            "tasks/in/logs",
+            "nothing",
+        ] {
+            c.check(&root.join(ok))
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (out, link) in [
+            ("tasks/out/logs", "tasks/out"),
+            ("tasks/via/x", "tasks/via"),
+        ] {
+            let e = c.check(&root.join(out)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+            let want = format!("{} is a link to ", root.join(link).display());
+            assert!(e.to_string().starts_with(&want), "{e}");
+        }
+        // Outside the project is not the project's business; allowed links out pass.
+        c.check(outside.path()).unwrap();
+        Containment::new(root, true)
+            .check(&root.join("tasks/out/logs"))
+            .unwrap();
+    }
+
+    #[test]
+    fn appends_never_go_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep\n").unwrap();
+        let link = dir.path().join("logs/journal.jsonl");
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        for e in [
+            append_line(&link, "x", Durability::Rebuildable).unwrap_err(),
+            open_append(&link).unwrap_err(),
+            refuse_appended_link(&link).unwrap_err(),
+        ] {
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("{} is a link (to ", link.display())),
+                "{e}"
+            );
+        }
+        assert_eq!(fs::read(&victim).unwrap(), b"keep\n");
+        // A plain file, and a missing one in a missing folder, are appended to.
+        let plain = dir.path().join("new/agent.log");
+        open_append(&plain).unwrap();
+        append_line(&plain, "one", Durability::Rebuildable).unwrap();
+        assert_eq!(fs::read(&plain).unwrap(), b"one\n");
+        refuse_appended_link(&plain).unwrap();
     }
 
     #[test]
