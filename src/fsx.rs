@@ -27,8 +27,9 @@
 //! the project (`tasks/`, a task folder, `logs/`, `subtasks/`, `.automaton/` pointing
 //! elsewhere) is refused with its path, unless `- **Allow links out**: yes`. A link that
 //! stays inside is fine. A file appended to ([`append_line`], [`open_append`]) is opened with
-//! `O_NOFOLLOW`: appending through a link would write wherever it points, so a link there is
-//! refused always. A rewrite by rename replaces a link itself and never writes through it.
+//! `O_NOFOLLOW` (by `openat2` beneath the project where the kernel has it): appending through
+//! a link would write wherever it points, so a link there is refused always. A rewrite by
+//! rename replaces a link itself and never writes through it.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -148,12 +149,14 @@ fn open_append_with(path: &Path, read: bool, make_dir: bool) -> io::Result<fs::F
     let dir = folder_of(path);
     beneath(dir)?;
     let open = || {
-        fs::OpenOptions::new()
-            .create(true)
-            .read(read)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(path)
+        open_beneath(path, read).unwrap_or_else(|| {
+            fs::OpenOptions::new()
+                .create(true)
+                .read(read)
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+        })
     };
     let file = match open() {
         Err(e) if make_dir && e.kind() == io::ErrorKind::NotFound => {
@@ -169,6 +172,32 @@ fn open_append_with(path: &Path, read: bool, make_dir: bool) -> io::Result<fs::F
             e
         }
     })
+}
+
+/// Open a file to append to beneath the project with `openat2(RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS)` from the project's real folder, along the folder's resolved path
+/// (which holds no link by construction): a folder swapped for a link after [`beneath`]
+/// checked it, or a file that is a link, fails the open itself. `None` where it does not
+/// apply (no project set, links out allowed, a path outside it, a folder not made yet) or
+/// the kernel lacks `openat2` (before Linux 5.6, or a seccomp filter): the caller opens with
+/// `O_NOFOLLOW` after [`beneath`]'s check instead.
+fn open_beneath(path: &Path, read: bool) -> Option<io::Result<fs::File>> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let guard = CONTAINMENT.read().unwrap_or_else(|e| e.into_inner());
+    let c = guard.as_ref().filter(|c| !c.allow_links_out)?;
+    path.strip_prefix(&c.root).ok()?;
+    let name = path.file_name()?;
+    let real_dir = fs::canonicalize(folder_of(path)).ok()?;
+    let rel = real_dir.strip_prefix(&c.real).ok()?.join(name);
+    let root = fs::File::open(&c.real).ok()?;
+    let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
+    let flags = access | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+    match rustix::fs::openat2(&root, &rel, flags, Mode::from_raw_mode(0o666), resolve) {
+        Ok(fd) => Some(Ok(fs::File::from(fd))),
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => None,
+        Err(e) => Some(Err(e.into())),
+    }
 }
 
 /// Refuse a file automaton appends to when it is a link, before anything is written (a run

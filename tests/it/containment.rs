@@ -136,6 +136,34 @@ fn appended_files_that_are_links_are_refused() {
 }
 
 #[test]
+fn a_link_made_during_the_run_is_refused_at_the_append() {
+    // The agent swaps `.state.inputs` for a link while it runs: the record after its phase
+    // is refused there, and the file outside is untouched.
+    let p = Project::new();
+    let out = outside();
+    p.write("tasks/a/SPEC.md", "Say hello.\n");
+    let victim = out.path().join("victim");
+    let before = tree(out.path());
+    p.orchestrate()
+        .args(["--task", "tasks/a"])
+        .env(
+            "AGENT_IMPLEMENT",
+            format!(
+                "ln -sf '{}' \"$AUTOMATON_TASK_DIR/.state.inputs\"",
+                victim.display()
+            ),
+        )
+        .status(1)
+        .stdout_any()
+        .stderr_contains(format!(
+            "[PROJECT]/tasks/a/.state.inputs is a link (to {})",
+            victim.display()
+        ))
+        .run();
+    assert_eq!(tree(out.path()), before);
+}
+
+#[test]
 fn approve_refuses_an_approvals_record_that_is_a_link() {
     let p = Project::new();
     let out = outside();
