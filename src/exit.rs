@@ -86,7 +86,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         ERROR,
-        "error: bad input (settings, task path), a file that could not be read or written, no agent command",
+        "error: bad input (settings, task path), a file that could not be read or written, no agent command; a task folder, `tasks/`, `logs/`, `subtasks/` or `.automaton/` that is a link out of the project (without `- **Allow links out**: yes`), or a journal, `.state.approvals` or `.state.inputs` that is a link (the message names it; nothing was written through it)",
     ),
     (
         USAGE,

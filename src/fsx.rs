@@ -19,11 +19,23 @@
 //! [`write_atomic`] is durable; [`write_rebuildable`] is not, unless `- **Durability**: full`
 //! (config.md `## Storage`, or `AUTOMATON_DURABILITY=full`) turned [`set_full_durability`] on,
 //! which restores the fsync of every write. New writers get the durable one by default.
+//!
+//! # Containment: automaton writes only inside the project
+//!
+//! Once [`contain_within`] named the project (settings do it when they load), every write
+//! here beneath it checks the folders on its way: a folder that is a link resolving outside
+//! the project (`tasks/`, a task folder, `logs/`, `subtasks/`, `.automaton/` pointing
+//! elsewhere) is refused with its path, unless `- **Allow links out**: yes`. A link that
+//! stays inside is fine. A file appended to ([`append_line`], [`open_append`]) is opened with
+//! `O_NOFOLLOW` (by `openat2` beneath the project where the kernel has it): appending through
+//! a link would write wherever it points, so a link there is refused always. A rewrite by
+//! rename replaces a link itself and never writes through it.
 
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether a file written by [`write_atomic_with`] must survive a power cut.
@@ -39,6 +51,175 @@ pub enum Durability {
 }
 
 static FULL_DURABILITY: AtomicBool = AtomicBool::new(false);
+
+/// The project automaton's writes stay in ([`contain_within`]).
+struct Containment {
+    /// The project folder as the paths written name it.
+    root: PathBuf,
+    /// The same, links resolved: where a resolved folder must lie.
+    real: PathBuf,
+    allow_links_out: bool,
+}
+
+static CONTAINMENT: RwLock<Option<Containment>> = RwLock::new(None);
+
+/// Keep every later write beneath `project` inside it (see the module's "Containment"):
+/// with `allow_links_out` false, a folder beneath it that is a link resolving outside is
+/// refused. Set once per command, when its settings load.
+pub fn contain_within(project: &Path, allow_links_out: bool) {
+    let c = Containment::new(project, allow_links_out);
+    *CONTAINMENT.write().unwrap_or_else(|e| e.into_inner()) = Some(c);
+}
+
+/// Refuse `path` (a folder automaton is about to write in, or make) when it, or a folder
+/// above it beneath the project, is a link that resolves outside the project. The error
+/// names the link, where it points and the setting that allows it. A path outside the
+/// project, or before [`contain_within`], passes: it is not the project's.
+pub fn beneath(path: &Path) -> io::Result<()> {
+    let guard = CONTAINMENT.read().unwrap_or_else(|e| e.into_inner());
+    match guard.as_ref() {
+        Some(c) => c.check(path),
+        None => Ok(()),
+    }
+}
+
+impl Containment {
+    fn new(project: &Path, allow_links_out: bool) -> Containment {
+        let real = fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
+        Containment {
+            root: project.to_path_buf(),
+            real,
+            allow_links_out,
+        }
+    }
+
+    /// [`beneath`] against this project.
+    fn check(&self, path: &Path) -> io::Result<()> {
+        let c = self;
+        if c.allow_links_out {
+            return Ok(());
+        }
+        let Ok(rest) = path.strip_prefix(&c.root) else {
+            return Ok(());
+        };
+        let mut at = c.root.clone();
+        for part in rest.components() {
+            at.push(part);
+            match fs::symlink_metadata(&at) {
+                // Not there yet: the write makes it, a real folder beneath the last one checked.
+                Err(_) => break,
+                Ok(m) if m.file_type().is_symlink() => {
+                    let target = fs::canonicalize(&at).unwrap_or_else(|_| {
+                        fs::read_link(&at).unwrap_or_else(|_| PathBuf::from("?"))
+                    });
+                    if !target.starts_with(&c.real) {
+                        return Err(link_out(&at, &target, &c.root));
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+fn link_out(link: &Path, target: &Path, root: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} is a link to {}, outside the project {}: automaton writes only inside the \
+             project (`- **Allow links out**: yes` in config.md's `## Storage` allows it)",
+            link.display(),
+            target.display(),
+            root.display()
+        ),
+    )
+}
+
+/// Open `path` to append to it, creating it (and its folder) when missing: beneath the
+/// project ([`beneath`]) and never through a link (`O_NOFOLLOW`; a link there is refused with
+/// its path). Every file automaton appends to is opened here or by [`append_line`].
+pub fn open_append(path: &Path) -> io::Result<fs::File> {
+    open_append_with(path, false, true)
+}
+
+/// [`open_append`]; `read` opens it for reading too, `make_dir` makes a missing folder.
+fn open_append_with(path: &Path, read: bool, make_dir: bool) -> io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = folder_of(path);
+    beneath(dir)?;
+    let open = || {
+        open_beneath(path, read).unwrap_or_else(|| {
+            fs::OpenOptions::new()
+                .create(true)
+                .read(read)
+                .append(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(path)
+        })
+    };
+    let file = match open() {
+        Err(e) if make_dir && e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir)?;
+            open()
+        }
+        other => other,
+    };
+    file.map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            appended_link(path)
+        } else {
+            e
+        }
+    })
+}
+
+/// Open a file to append to beneath the project with `openat2(RESOLVE_BENEATH |
+/// RESOLVE_NO_SYMLINKS)` from the project's real folder, along the folder's resolved path
+/// (which holds no link by construction): a folder swapped for a link after [`beneath`]
+/// checked it, or a file that is a link, fails the open itself. `None` where it does not
+/// apply (no project set, links out allowed, a path outside it, a folder not made yet) or
+/// the kernel lacks `openat2` (before Linux 5.6, or a seccomp filter): the caller opens with
+/// `O_NOFOLLOW` after [`beneath`]'s check instead.
+fn open_beneath(path: &Path, read: bool) -> Option<io::Result<fs::File>> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let guard = CONTAINMENT.read().unwrap_or_else(|e| e.into_inner());
+    let c = guard.as_ref().filter(|c| !c.allow_links_out)?;
+    path.strip_prefix(&c.root).ok()?;
+    let name = path.file_name()?;
+    let real_dir = fs::canonicalize(folder_of(path)).ok()?;
+    let rel = real_dir.strip_prefix(&c.real).ok()?.join(name);
+    let root = fs::File::open(&c.real).ok()?;
+    let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
+    let flags = access | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
+    match rustix::fs::openat2(&root, &rel, flags, Mode::from_raw_mode(0o666), resolve) {
+        Ok(fd) => Some(Ok(fs::File::from(fd))),
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => None,
+        Err(e) => Some(Err(e.into())),
+    }
+}
+
+/// Refuse a file automaton appends to when it is a link, before anything is written (a run
+/// checks its task's appended files so; the append itself refuses one made later).
+pub fn refuse_appended_link(path: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(appended_link(path)),
+        _ => Ok(()),
+    }
+}
+
+fn appended_link(path: &Path) -> io::Error {
+    let to = fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "{} is a link (to {to}): automaton does not append through a link, which could \
+             write anywhere; replace it with a plain file",
+            path.display()
+        ),
+    )
+}
 
 /// `- **Durability**: full`: fsync every write, rebuildable ones included.
 pub fn set_full_durability(on: bool) {
@@ -72,6 +253,7 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> i
 
 fn write_atomic_inner(path: &Path, bytes: &[u8], sync: bool) -> io::Result<()> {
     let dir = folder_of(path);
+    beneath(dir)?;
     // Keep the mode of the file replaced; a new file is readable by all (0644), as a shell's
     // `>` would make it under the usual umask (tempfile alone would make it 0600).
     let mode = fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
@@ -175,11 +357,7 @@ pub fn append_line_unless(
     refuse: impl FnOnce(&[u8; 2]) -> bool,
 ) -> io::Result<bool> {
     use std::os::unix::fs::FileExt;
-    let mut f = fs::OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)?;
+    let mut f = open_append_with(path, true, false)?;
     let mut text = String::with_capacity(line.len() + 2);
     let len = f.metadata()?.len();
     let mut head = [0u8; 2];
@@ -215,6 +393,7 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<bool> {
         return Ok(false);
     }
     let dir = folder_of(path);
+    beneath(dir)?;
     fs::create_dir_all(dir)?;
     let mut tmp = tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
@@ -392,6 +571,73 @@ mod tests {
         );
         remove_if_there(&missing).unwrap();
         assert!(is_temp_name(".automaton-spare-.state"));
+    }
+
+    #[test]
+    fn only_links_resolving_outside_the_project_are_refused() {
+        use std::os::unix::fs::symlink;
+        let project = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let root = project.path();
+        fs::create_dir_all(root.join("tasks/real/logs")).unwrap();
+        fs::create_dir_all(root.join("elsewhere")).unwrap();
+        symlink(outside.path(), root.join("tasks/out")).unwrap();
+        symlink("../elsewhere", root.join("tasks/in")).unwrap();
+        // A link inside that points to a link out is out.
+        symlink("out", root.join("tasks/via")).unwrap();
+        let c = Containment::new(root, false);
+        for ok in [
+            "tasks/real/logs",
+            "tasks/real/logs/new/deeper",
+            "tasks/in/logs",
+            "nothing",
+        ] {
+            c.check(&root.join(ok))
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        }
+        for (out, link) in [
+            ("tasks/out/logs", "tasks/out"),
+            ("tasks/via/x", "tasks/via"),
+        ] {
+            let e = c.check(&root.join(out)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+            let want = format!("{} is a link to ", root.join(link).display());
+            assert!(e.to_string().starts_with(&want), "{e}");
+        }
+        // Outside the project is not the project's business; allowed links out pass.
+        c.check(outside.path()).unwrap();
+        Containment::new(root, true)
+            .check(&root.join("tasks/out/logs"))
+            .unwrap();
+    }
+
+    #[test]
+    fn appends_never_go_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        fs::write(&victim, "keep\n").unwrap();
+        let link = dir.path().join("logs/journal.jsonl");
+        fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        for e in [
+            append_line(&link, "x", Durability::Rebuildable).unwrap_err(),
+            open_append(&link).unwrap_err(),
+            refuse_appended_link(&link).unwrap_err(),
+        ] {
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+            assert!(
+                e.to_string()
+                    .starts_with(&format!("{} is a link (to ", link.display())),
+                "{e}"
+            );
+        }
+        assert_eq!(fs::read(&victim).unwrap(), b"keep\n");
+        // A plain file, and a missing one in a missing folder, are appended to.
+        let plain = dir.path().join("new/agent.log");
+        open_append(&plain).unwrap();
+        append_line(&plain, "one", Durability::Rebuildable).unwrap();
+        assert_eq!(fs::read(&plain).unwrap(), b"one\n");
+        refuse_appended_link(&plain).unwrap();
     }
 
     #[test]

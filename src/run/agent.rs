@@ -17,7 +17,7 @@
 
 use super::executor::{Executor, Job, Local};
 use crate::process::{self, Event, Leftover};
-use std::fs::{self, File, OpenOptions};
+use std::fs::File;
 use std::io;
 use std::path::Path;
 use std::process::ExitStatus;
@@ -353,16 +353,7 @@ pub fn install_signal_handlers() -> io::Result<Arc<AtomicBool>> {
 pub(crate) fn open_log(path: &Path) -> io::Result<File> {
     let named =
         |e: io::Error| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()));
-    let open = || OpenOptions::new().create(true).append(true).open(path);
-    match open() {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                fs::create_dir_all(dir).map_err(named)?;
-            }
-            open().map_err(named)
-        }
-        opened => opened.map_err(named),
-    }
+    crate::fsx::open_append(path).map_err(named)
 }
 
 /// Reads the output as it comes: detects contract lines across read boundaries and keeps the

@@ -66,9 +66,12 @@ fn run_check(
     let logs = logs_dir(task_rel, task_dir)?;
     let attempt = next_attempt(&logs, stem);
     let log = logs.join(format!("{stem}-{attempt}.log"));
+    // The command runs as written; everything that shows it (progress, `--json`, the stop
+    // reason that reaches `.stop`, the journal and notify) shows it as `config` does.
+    let shown = crate::settings::value::redact(command);
     run.progress.event(&what.started(CheckStarted {
         task: task_rel,
-        command,
+        command: &shown,
         log: &log,
     }));
     let mut env = vec![(
@@ -107,7 +110,7 @@ fn run_check(
         AgentEnd::Exited(_) => Some((
             StopKind::VerifyFailed,
             format!(
-                "{what} command `{command}` failed ({}); see {rel_log}",
+                "{what} command `{shown}` failed ({}); see {rel_log}",
                 // It is the verify command that exited, not the agent.
                 outcome.end.describe().replacen("agent ", "", 1)
             ),
@@ -115,14 +118,9 @@ fn run_check(
         other => Some(super::stop_for(other).map_or(
             (
                 StopKind::VerifyFailed,
-                format!("{what} command `{command}`: {}", other.describe()),
+                format!("{what} command `{shown}`: {}", other.describe()),
             ),
-            |k| {
-                (
-                    k,
-                    format!("{what} command `{command}`: {}", other.describe()),
-                )
-            },
+            |k| (k, format!("{what} command `{shown}`: {}", other.describe())),
         )),
     };
     run.progress.event(&what.finished(CheckFinished {

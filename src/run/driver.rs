@@ -16,8 +16,8 @@ use crate::plan::decide::{Action, Facts, Verify, next_action};
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, waits_for};
-use crate::task::snapshot::VERIFY_DUE_FILE;
 use crate::task::snapshot::content_hash;
+use crate::task::snapshot::{SUBTASKS_DIR, VERIFY_DUE_FILE};
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
 
@@ -94,6 +94,23 @@ pub(super) fn clear_stops(run: &Run<'_>, rel: &str) -> super::Result<()> {
     Ok(())
 }
 
+/// Nothing is written for a task whose folder, `logs/` or `subtasks/` is a link out of the
+/// project (unless `Allow links out`), or whose journal, approvals or inputs record is a link:
+/// refused before its first write, with the link's path. `fsx` checks every later write again.
+fn contained(dir: &Path) -> super::Result<()> {
+    for own in [dir, &dir.join("logs"), &dir.join(SUBTASKS_DIR)] {
+        crate::fsx::beneath(own)?;
+    }
+    for appended in [
+        crate::store::journal::path(dir),
+        dir.join(crate::store::approvals::APPROVALS_FILE),
+        dir.join(crate::store::inputs::INPUTS_FILE),
+    ] {
+        crate::fsx::refuse_appended_link(&appended)?;
+    }
+    Ok(())
+}
+
 /// Drive one task until it is complete or needs a human. `explicit`: the user named this task,
 /// so a stop recorded by an earlier run is cleared and the task tried again. Each turn reads
 /// the facts, asks [`next_action`] what to do, and does it.
@@ -111,6 +128,7 @@ pub fn drive_keeping(
     last: &mut Option<TaskTree>,
 ) -> super::Result<Outcome> {
     let dir = run.settings.project.join(rel);
+    contained(&dir)?;
     // A sub-task named on the command line follows its parent's plan like any other: it may
     // not skip an unfinished or failed dependency, an earlier wave or an integration gate.
     let rules = super::wave_rules(run.cfg, run.isolation.is_some());

@@ -92,7 +92,7 @@ fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned
             None,
             format!(
                 "the PASS verdict counts once the verify command `{}` passes",
-                run.verify_command.unwrap_or_default()
+                crate::settings::value::redact(run.verify_command.unwrap_or_default())
             ),
             None,
         ),

@@ -101,12 +101,7 @@ pub fn run_notify(
         .parent()
         .map(std::fs::create_dir_all)
         .transpose()
-        .and_then(|_| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-        })
+        .and_then(|_| crate::fsx::open_append(log))
         .map_err(|e| format!("could not open {}: {e}", log.display()))?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -125,7 +120,10 @@ pub fn run_notify(
             kill_grace: NOTIFY_KILL_GRACE,
         },
     )
-    .map_err(|e| format!("`{command}` could not start: {e}"))?;
+    .map_err(|e| {
+        let shown = crate::settings::value::redact(command);
+        format!("`{shown}` could not start: {e}")
+    })?;
     let deadline = Instant::now() + timeout;
     loop {
         match group.wait(Some(deadline)) {

@@ -85,10 +85,7 @@ fn detect_for_plan(
     });
     let logs = parent_dir.join("logs");
     std::fs::create_dir_all(&logs)?;
-    let mut f = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(logs.join("vram-detection.log"))?;
+    let mut f = crate::fsx::open_append(&logs.join("vram-detection.log"))?;
     std::io::Write::write_all(&mut f, format!("{}\n", block.trim_end()).as_bytes())?;
     Ok(vram)
 }

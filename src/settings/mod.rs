@@ -385,6 +385,14 @@ registry! {
         Kind::Choice(&["normal", "full"]),
         Some("AUTOMATON_DURABILITY"),
         "normal: fsync only files that cannot be rebuilt (.origin, .stop, logs/verified, TASK.md); full: fsync every write";
+    AllowLinksOut => "storage.allow_links_out",
+        ConfigMd,
+        "Storage",
+        "Allow links out",
+        "No",
+        Kind::Bool,
+        None,
+        "Yes: a task folder, tasks/, subtasks/, logs/ or .automaton/ may be a link to a folder outside the project, and automaton writes there; No: such a link is refused with its path";
     AutoDetect => "vram.auto_detect",
         ConfigMd,
         "VRAM Configuration",
@@ -567,10 +575,11 @@ const MAX_SETTINGS_BYTES: usize = 10 * 1024;
 
 impl Settings {
     /// Load the settings of `project` with the real home folder and environment.
-    /// Also applies `Durability` to [`crate::fsx`] for the rest of the process.
+    /// Also applies `Durability` and `Allow links out` (writes stay inside `project`) to
+    /// [`crate::fsx`] for the rest of the process.
     pub fn load(project: &Path) -> Result<Settings, SettingsError> {
         let s = Settings::load_with(project, home_dir(), &|k| std::env::var(k).ok())?;
-        crate::fsx::set_full_durability(s.text(Key::Durability) == Some("full"));
+        s.apply_storage();
         Ok(s)
     }
 
@@ -578,8 +587,15 @@ impl Settings {
     /// kept in [`Settings::invalid`] instead of failing the load.
     pub fn load_lenient(project: &Path) -> Result<Settings, SettingsError> {
         let s = Settings::load_mode(project, home_dir(), &|k| std::env::var(k).ok(), true)?;
-        crate::fsx::set_full_durability(s.text(Key::Durability) == Some("full"));
+        s.apply_storage();
         Ok(s)
+    }
+
+    /// `## Storage` for the rest of the process: how durable writes are, and that they stay
+    /// inside the project unless links out are allowed.
+    fn apply_storage(&self) {
+        crate::fsx::set_full_durability(self.text(Key::Durability) == Some("full"));
+        crate::fsx::contain_within(&self.project, self.bool(Key::AllowLinksOut));
     }
 
     /// After [`Settings::load_lenient`]: the first environment variable whose value could not

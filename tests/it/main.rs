@@ -32,6 +32,7 @@ mod adapters;
 mod agent_adapters;
 mod agent_runner;
 mod budgets;
+mod containment;
 mod decomposition;
 mod detect_vram;
 mod dry_run;

@@ -318,6 +318,7 @@ pub enum Event<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckStarted<'a> {
     pub task: &'a str,
+    /// The command line, with any key in it redacted (it runs with the real one).
     pub command: &'a str,
     #[serde(serialize_with = "path")]
     pub log: &'a Path,
