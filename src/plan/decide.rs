@@ -37,12 +37,14 @@ pub enum StopKind {
     NotReady,
     /// automaton itself failed while driving the task (a panic): a bug.
     Internal,
+    /// The phase's context is over the local engine's window: it was not started.
+    ContextTooSmall,
 }
 
 impl StopKind {
     /// Every stop kind with its word (in `--json` events) and its documented exit code: the
     /// one table of both, in variant order.
-    pub const TABLE: [(StopKind, &'static str, u8); 19] = [
+    pub const TABLE: [(StopKind, &'static str, u8); 20] = [
         (
             StopKind::VerdictFailed,
             "verdict_failed",
@@ -82,6 +84,11 @@ impl StopKind {
         (StopKind::RunBudget, "run_budget", exit::RUN_BUDGET),
         (StopKind::NotReady, "not_ready", exit::NOT_READY),
         (StopKind::Internal, "internal_error", exit::INTERNAL),
+        (
+            StopKind::ContextTooSmall,
+            "context_too_small",
+            exit::CONTEXT_TOO_SMALL,
+        ),
     ];
 
     pub fn code(self) -> u8 {
@@ -125,6 +132,7 @@ impl StopKind {
                     | StopKind::Stale
                     | StopKind::Frozen
                     | StopKind::NotReady
+                    | StopKind::ContextTooSmall
             )
     }
 

@@ -36,6 +36,7 @@ mod decomposition;
 mod detect_vram;
 mod dry_run;
 mod endings;
+mod engines;
 mod errors;
 mod executors;
 mod failfast;
