@@ -37,6 +37,9 @@ pub const TOTAL_TIMEOUT: Duration = Duration::from_secs(3);
 /// An engine's answer larger than this is not one of these endpoints.
 const MAX_BODY: usize = 4 << 20;
 
+/// [`Endpoint::from`] when only `OLLAMA_HOST` named it.
+pub const FROM_OLLAMA_HOST: &str = "OLLAMA_HOST";
+
 /// Where the endpoint came from, and the URL (`http://host:port`, no trailing slash).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
@@ -81,7 +84,7 @@ pub fn find_endpoint(
     let host = ollama_host.map(str::trim).filter(|h| !h.is_empty())?;
     Some(Endpoint {
         url: normalize(host, Some(11434)),
-        from: "OLLAMA_HOST".to_string(),
+        from: FROM_OLLAMA_HOST.to_string(),
     })
 }
 

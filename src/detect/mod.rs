@@ -80,10 +80,15 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
     let mut cache_warnings = Vec::new();
     // The engine is asked every time (a second at most when it is down): a cache must not
     // hide an engine restarted with another window.
-    let probed = endpoint(settings, env).map(|e| engine::probe(&e));
+    let probed = endpoint(settings, env).map(|e| {
+        let answer = engine::probe(&e);
+        (e, answer)
+    });
     if !refresh {
         match cache::load(&settings.project, &key) {
-            cache::Loaded::Hit(mut r) if same_engine(probed.as_ref(), r.engine.as_ref()) => {
+            cache::Loaded::Hit(mut r)
+                if same_engine(probed.as_ref().map(|p| &p.1), r.engine.as_ref()) =>
+            {
                 r.cached = true;
                 return *r;
             }
@@ -183,7 +188,7 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
 fn compute(
     settings: &Settings,
     env: &DetectEnv<'_>,
-    probed: Option<&engine::Probed>,
+    probed: Option<&(engine::Endpoint, engine::Probed)>,
 ) -> VramReport {
     let mut warnings = Vec::new();
     let auto = settings.bool(Key::AutoDetect);
@@ -302,11 +307,17 @@ fn compute(
 /// The engine's configured window, when it gave one, replaces the model's: it is the one the
 /// model is served with. A failed probe becomes a warning and changes nothing.
 fn apply_engine(
-    probed: Option<&engine::Probed>,
+    probed: Option<&(engine::Endpoint, engine::Probed)>,
     model: &mut ModelInfo,
     warnings: &mut Vec<String>,
 ) -> Option<cache::EngineReport> {
-    let found = match probed? {
+    let (endpoint, answer) = probed?;
+    // `OLLAMA_HOST` is only a hint: it says where Ollama would be, not that the agent uses it,
+    // so it never overrides the window of a hosted model (Claude, GPT, Gemini).
+    if model.hosted && endpoint.from == engine::FROM_OLLAMA_HOST {
+        return None;
+    }
+    let found = match answer {
         engine::Probed::Found(e) => e.clone(),
         engine::Probed::Failed(why) => {
             warnings.push(why.clone());

@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use crate::detect::engine::{self, Probed};
 use crate::plan::fit;
 use crate::state::Phase;
 
@@ -17,11 +16,11 @@ pub(super) fn overflow(
     dir: &Path,
     phase: Phase,
 ) -> Option<String> {
-    let endpoint = crate::detect::engine_endpoint(run.settings)?;
-    let found = match engine::probe(&endpoint) {
-        Probed::Found(e) => e,
-        Probed::Failed(_) => return None,
-    };
+    // No endpoint, no question: a run without a local engine pays nothing here.
+    crate::detect::engine_endpoint(run.settings)?;
+    // The detection (cached, with the engine asked again) decides which engine serves the
+    // model, as `detect-vram` shows it.
+    let found = crate::detect::detect(run.settings, false).engine?;
     let window = found.context_tokens?;
     let (peak, basis) = match super::vram::estimate(dir) {
         Some(e) => (

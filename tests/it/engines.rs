@@ -405,3 +405,24 @@ fn jobs_auto_uses_the_engines_slots() {
         ran.stderr
     );
 }
+
+#[test]
+fn ollama_host_never_overrides_a_hosted_models_window() {
+    // OLLAMA_HOST only says where Ollama would be; a Claude run does not use it.
+    let stub = Stub::start(&[("GET /api/ps", &ollama_ps(4096))], Duration::ZERO);
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Model Configuration\n- **Model**: claude-opus-4-7\n",
+    );
+    let ran = p
+        .test()
+        .env("OLLAMA_HOST", stub.url.as_str())
+        .args(["detect-vram"])
+        .stdout_any()
+        .stderr_any()
+        .run();
+    let v: Value = serde_json::from_str(&ran.raw_stdout).expect("json");
+    assert_eq!(v["model_context_kb"], 1_000_000, "{v}");
+    assert!(v["engine"].is_null(), "{v}");
+}
