@@ -23,7 +23,7 @@ impl Overflow {
     /// The stop's reason: both numbers, the engine and how to raise its window.
     pub fn reason(&self, task: &str, phase: &str) -> String {
         format!(
-            "{task}: the {phase} phase needs about {peak} tokens of context ({basis}) but {engine} \
+            "the {phase} phase needs about {peak} tokens of context ({basis}) but {engine} \
              at {url} serves a {window}-token window, so the prompt would be cut; nothing ran. \
              {how} (at least {peak} tokens), then `automaton orchestrate --task {task}`",
             peak = self.peak,
