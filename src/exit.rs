@@ -62,6 +62,9 @@ pub const NOT_READY: u8 = 29;
 /// `clean`: removed some finished tasks' worktrees and branches and kept others (each named
 /// with its reason, also on the last line).
 pub const CLEAN_PARTIAL: u8 = 30;
+/// `orchestrate`: a phase's estimated peak context is over the window the local engine serves
+/// (`Model endpoint`); nothing ran, the message names both numbers and how to raise the window.
+pub const CONTEXT_TOO_SMALL: u8 = 31;
 /// `orchestrate`: an agent asked a person questions (QUESTIONS.md) instead of writing its
 /// artifact; `automaton answer` records the answers and the phase runs again.
 pub const QUESTIONS_ASKED: u8 = 32;
@@ -175,6 +178,10 @@ pub const TABLE: &[(u8, &str)] = &[
     (
         CLEAN_PARTIAL,
         "`clean` removed some tasks' worktrees and branches and kept others (a dirty worktree, an unmerged branch, a task not complete or stopped for a person, a parent whose sub-task is kept); each kept task is named with its reason, and the last line lists them. When it keeps every task it removes nothing and exits 23",
+    ),
+    (
+        CONTEXT_TOO_SMALL,
+        "a phase's estimated peak context (its sub-task's `Estimated peak context`, or its prompt and inputs at about 4 bytes a token) is over the window the local engine at `Model endpoint` serves; the agent did not start and no task changed state. The message names both numbers and how to raise that engine's window (`OLLAMA_CONTEXT_LENGTH` / `num_ctx`, llama.cpp `-c`, vLLM `--max-model-len`, LM Studio's context length)",
     ),
     (
         QUESTIONS_ASKED,

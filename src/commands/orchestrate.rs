@@ -100,8 +100,20 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     // `--jobs auto`: as many at once as VRAM admits (the gate decides, or Slurm packs the
     // GRES requests); without a local model's figures, one per CPU.
     if args.run.jobs.as_deref() == Some("auto") {
-        cfg.limits.jobs = match &admission {
-            Some(gate) => {
+        // An engine with parallel slots serves that many requests at once; more would queue.
+        let engine_slots = vram
+            .engine
+            .as_ref()
+            .and_then(|e| e.slots.filter(|n| *n > 0).map(|n| (e, n)));
+        cfg.limits.jobs = match (engine_slots, &admission) {
+            (Some((engine, n)), _) => {
+                progress.line(&format!(
+                    "--jobs auto: {n} at once ({} at {} serves {n} parallel slots)",
+                    engine.name, engine.url
+                ));
+                n.clamp(1, 256) as usize
+            }
+            (None, Some(gate)) => {
                 progress.event(&Event::JobsAuto {
                     weights: gate.weights,
                     kv_bytes_per_token: gate.kv_per_token,
@@ -109,7 +121,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
                 });
                 256
             }
-            None => {
+            (None, None) => {
                 let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
                 progress.line(&format!(
                     "warning: --jobs auto: no `## VRAM Configuration` with both `Model weights` and `KV bytes per token` (or no GPU size): {cpus} at once (one per CPU)"

@@ -8,10 +8,15 @@
 //! 3. config.md's `## VRAM Configuration` values (always with `Auto-detect: No`);
 //! 4. the defaults: 8,000 tokens, 25% headroom, a 128,000-token window.
 //!
+//! Before the chain, when a model endpoint is known ([`engine::find_endpoint`]), the running
+//! engine is asked for the window it serves the model with; that window then wins over the
+//! model table (it is the one the model actually sees).
+//!
 //! [`detect`] never fails: every problem becomes a line in [`VramReport::warnings`].
 //! The result is cached in `.automaton/.vram_cache.json` ([`invalidate_cache`] drops it).
 
 pub mod budget;
+pub mod engine;
 pub mod model;
 pub mod probe;
 pub mod script;
@@ -73,12 +78,21 @@ pub fn cached(settings: &Settings) -> Option<VramReport> {
 pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> VramReport {
     let key = cache_key(settings, env);
     let mut cache_warnings = Vec::new();
+    // The engine is asked every time (a second at most when it is down): a cache must not
+    // hide an engine restarted with another window.
+    let probed = endpoint(settings, env).map(|e| {
+        let answer = engine::probe(&e);
+        (e, answer)
+    });
     if !refresh {
         match cache::load(&settings.project, &key) {
-            cache::Loaded::Hit(mut r) => {
+            cache::Loaded::Hit(mut r)
+                if same_engine(probed.as_ref().map(|p| &p.1), r.engine.as_ref()) =>
+            {
                 r.cached = true;
                 return *r;
             }
+            cache::Loaded::Hit(_) => {}
             cache::Loaded::Miss => {}
             cache::Loaded::Corrupt(why) => cache_warnings.push(format!(
                 "{}: {why}; probing again and rewriting it",
@@ -86,7 +100,7 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
             )),
         }
     }
-    let mut report = compute(settings, env);
+    let mut report = compute(settings, env, probed.as_ref());
     if let Err(e) = cache::store(&settings.project, &key, &report) {
         // The error names the file.
         cache_warnings.push(e.to_string());
@@ -94,6 +108,33 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
     cache_warnings.append(&mut report.warnings);
     report.warnings = cache_warnings;
     report
+}
+
+/// The model endpoint to ask, if config.md, the agent command or `OLLAMA_HOST` names one.
+fn endpoint(settings: &Settings, env: &DetectEnv<'_>) -> Option<engine::Endpoint> {
+    engine::find_endpoint(
+        settings.text(Key::ModelEndpoint),
+        settings.text(Key::AgentCommand),
+        (env.var)("OLLAMA_HOST").as_deref(),
+    )
+}
+
+/// The model endpoint named by the settings, the agent command or `OLLAMA_HOST`, if any.
+pub fn engine_endpoint(settings: &Settings) -> Option<engine::Endpoint> {
+    engine::find_endpoint(
+        settings.text(Key::ModelEndpoint),
+        settings.text(Key::AgentCommand),
+        std::env::var("OLLAMA_HOST").ok().as_deref(),
+    )
+}
+
+/// Whether the engine answers as it did when the cache was written.
+fn same_engine(probed: Option<&engine::Probed>, cached: Option<&cache::EngineReport>) -> bool {
+    match (probed, cached) {
+        (None, None) | (Some(engine::Probed::Failed(_)), None) => true,
+        (Some(engine::Probed::Found(now)), Some(then)) => now.answer_hash == then.answer_hash,
+        _ => false,
+    }
 }
 
 /// Remove `<project>/.automaton/.vram_cache.json` (a missing cache is fine). Call it when a
@@ -122,7 +163,7 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
         .map(|v| (env.var)(v).unwrap_or_default())
         .collect();
     format!(
-        "v{}|auto={}|target={}|headroom={}|max_peak={}|model={}|window={}|agent_model={}|reported={}|script={}|vars={}|home={}",
+        "v{}|auto={}|target={}|headroom={}|max_peak={}|model={}|window={}|agent_model={}|reported={}|script={}|vars={}|home={}|endpoint={}",
         cache::FORMAT_VERSION,
         raw(Key::AutoDetect),
         raw(Key::TargetContext),
@@ -139,15 +180,20 @@ fn cache_key(settings: &Settings, env: &DetectEnv<'_>) -> String {
         env.user_home
             .as_deref()
             .map_or(String::new(), |h| h.display().to_string()),
+        endpoint(settings, env).map_or(String::new(), |e| e.url),
     )
 }
 
 /// Run the chain.
-fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
+fn compute(
+    settings: &Settings,
+    env: &DetectEnv<'_>,
+    probed: Option<&(engine::Endpoint, engine::Probed)>,
+) -> VramReport {
     let mut warnings = Vec::new();
     let auto = settings.bool(Key::AutoDetect);
     let headroom_cfg = settings.ratio(Key::Headroom);
-    let model = model::detect_model(
+    let mut model = model::detect_model(
         settings,
         &ModelEnv {
             user_home: env.user_home.clone(),
@@ -155,6 +201,7 @@ fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
         },
     );
     warnings.extend(model.warnings.iter().cloned());
+    let engine = apply_engine(probed, &mut model, &mut warnings);
 
     if auto {
         match settings.find_file("scripts/vram_detect.sh") {
@@ -173,7 +220,9 @@ fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
                 .and_then(|out| script::parse(&out))
                 {
                     Ok(out) => {
-                        return from_script(&out, &model, headroom_cfg, env, warnings);
+                        let mut r = from_script(&out, &model, headroom_cfg, env, warnings);
+                        r.engine = engine;
+                        return r;
                     }
                     Err(why) => warnings.push(format!(
                         "{}: {why}; falling back to the built-in probe",
@@ -192,9 +241,13 @@ fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
         hosted: model.hosted,
     };
     if budget::window_too_small(&input) {
+        let how = engine.as_ref().map_or(
+            "raise the window (e.g. OLLAMA_CONTEXT_LENGTH or num_ctx)",
+            |e| engine::how_to_raise(&e.name),
+        );
         warnings.push(format!(
             "the model's window ({} tokens) minus the framework overhead ({}) is below {}; \
-             raise the window (e.g. OLLAMA_CONTEXT_LENGTH or num_ctx) to at least {}",
+             {how}, to at least {}",
             input.window,
             input.overhead,
             budget::MIN_TOKENS,
@@ -243,11 +296,54 @@ fn compute(settings: &Settings, env: &DetectEnv<'_>) -> VramReport {
         model_context_source: model.window_source.clone(),
         model_hosted: model.hosted,
         gpus: found.gpus,
+        engine,
         gpu_reason: found.no_gpu_reason,
         format_version: cache::FORMAT_VERSION,
         cached: false,
         warnings,
     }
+}
+
+/// The engine's configured window, when it gave one, replaces the model's: it is the one the
+/// model is served with. A failed probe becomes a warning and changes nothing.
+fn apply_engine(
+    probed: Option<&(engine::Endpoint, engine::Probed)>,
+    model: &mut ModelInfo,
+    warnings: &mut Vec<String>,
+) -> Option<cache::EngineReport> {
+    let (endpoint, answer) = probed?;
+    // `OLLAMA_HOST` is only a hint: it says where Ollama would be, not that the agent uses it,
+    // so it never overrides the window of a hosted model (Claude, GPT, Gemini).
+    if model.hosted && endpoint.from == engine::FROM_OLLAMA_HOST {
+        return None;
+    }
+    let found = match answer {
+        engine::Probed::Found(e) => e.clone(),
+        engine::Probed::Failed(why) => {
+            warnings.push(why.clone());
+            return None;
+        }
+    };
+    let at = format!("{} at {}", found.name, found.url);
+    match found.context_tokens {
+        Some(ctx) => {
+            model.window = ctx;
+            model.window_known = true;
+            model.window_source = format!("engine ({at})");
+            // A model served on this machine is not a hosted one, whatever its name.
+            model.hosted = false;
+        }
+        None => warnings.push(format!(
+            "{at} answered but reported no loaded model's window; using the model's window"
+        )),
+    }
+    if model.name.is_none()
+        && let Some(m) = &found.model
+    {
+        model.name = Some(m.clone());
+        model.name_source = format!("engine ({at})");
+    }
+    Some(found)
 }
 
 /// The script answered: its values win; what it left out is filled in.
@@ -300,6 +396,7 @@ fn from_script(
         },
         model_hosted: model.hosted,
         gpus: Vec::new(),
+        engine: None,
         gpu_reason: out
             .gpu_vram_gb
             .is_none()
@@ -433,10 +530,28 @@ pub fn render_human(report: &VramReport) -> String {
         (_, false) => "auto-detected",
         (_, true) => "cached; --refresh probes again",
     };
+    let engine_line = report.engine.as_ref().map_or(String::new(), |e| {
+        let mut parts = vec![format!("{} at {}", e.name, e.url)];
+        if let Some(m) = &e.model {
+            parts.push(format!("model {m}"));
+        }
+        match e.context_tokens {
+            Some(c) => parts.push(format!("{c} tokens configured")),
+            None => parts.push("no loaded model's window".to_string()),
+        }
+        if let Some(n) = e.slots {
+            parts.push(format!("{n} slots"));
+        }
+        if let Some(b) = e.vram_bytes {
+            parts.push(format!("{:.1}GB in VRAM", b as f64 / probe::GIB));
+        }
+        format!("- Engine: {}\n", parts.join(", "))
+    });
     format!(
         "VRAM Detection Results:\n\
          - GPU VRAM: {gpu}\n\
          - RAM: {ram}\n\
+         {engine_line}\
          - Model context window: {window} ({model}; window from {window_from})\n\
          - Framework overhead: ~{overhead} tokens\n\
          - **Recommended: {rec} tokens** ({basis}, {headroom} headroom)\n\

@@ -40,12 +40,14 @@ pub enum StopKind {
     Questions,
     /// automaton itself failed while driving the task (a panic): a bug.
     Internal,
+    /// The phase's context is over the local engine's window: it was not started.
+    ContextTooSmall,
 }
 
 impl StopKind {
     /// Every stop kind with its word (in `--json` events) and its documented exit code: the
     /// one table of both, in variant order.
-    pub const TABLE: [(StopKind, &'static str, u8); 20] = [
+    pub const TABLE: [(StopKind, &'static str, u8); 21] = [
         (
             StopKind::VerdictFailed,
             "verdict_failed",
@@ -90,6 +92,11 @@ impl StopKind {
             exit::QUESTIONS_ASKED,
         ),
         (StopKind::Internal, "internal_error", exit::INTERNAL),
+        (
+            StopKind::ContextTooSmall,
+            "context_too_small",
+            exit::CONTEXT_TOO_SMALL,
+        ),
     ];
 
     pub fn code(self) -> u8 {
@@ -134,6 +141,7 @@ impl StopKind {
                     | StopKind::Frozen
                     | StopKind::NotReady
                     | StopKind::Questions
+                    | StopKind::ContextTooSmall
             )
     }
 

@@ -4,9 +4,11 @@
 //! - [`decide`]: a task's next action ([`decide::next_action`]), whether a failed phase is
 //!   retried ([`decide::retry`]), how a phase's end is judged ([`decide::judge_phase`]), the
 //!   stops and their exit codes ([`decide::StopKind`]), budgets;
+//! - [`fit`]: whether a phase's context fits the local engine's window;
 //! - [`rework`]: whether a failed review or check goes back to implement for another round;
 //! - [`waves`]: which sub-tasks of a plan may start, and why the others wait.
 
 pub mod decide;
+pub mod fit;
 pub mod rework;
 pub mod waves;

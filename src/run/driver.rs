@@ -302,6 +302,10 @@ impl Drive<'_, '_> {
         note: Option<&str>,
     ) -> super::Result<Option<Outcome>> {
         let (run, rel, dir) = (self.run, self.rel, &self.dir);
+        // A prompt over the engine's window would be cut silently: stop before the agent runs.
+        if let Some(reason) = super::fit::overflow(run, rel, dir, phase) {
+            return stop_task(run, rel, dir, StopKind::ContextTooSmall, reason).map(Some);
+        }
         self.iterations += 1;
         let given = inputs_given(dir, node, phase);
         let end = one_phase(run, rel, dir, phase, self.ws, given, note)?;

@@ -11,6 +11,7 @@ pub mod driver;
 pub mod dry_run;
 pub mod event;
 pub mod executor;
+pub mod fit;
 pub mod isolation;
 pub mod judge;
 pub mod notify;

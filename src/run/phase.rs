@@ -20,6 +20,31 @@ use std::time::{Duration, Instant};
 /// Files a phase may read besides the artifacts, in the order the prompt lists them.
 const CONTEXT_FILES: [&str; 3] = [TASK_FILE, "PARENT_SPEC.md", "VRAM_CONFIG.md"];
 
+/// Bytes a phase's agent is given to read: its rendered prompt plus the files the prompt lists
+/// (the task's context files and the earlier artifacts). `None` when the prompt cannot be
+/// rendered (the phase itself will report why).
+pub fn context_bytes(
+    settings: &Settings,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+    max_peak: u64,
+) -> Option<u64> {
+    let prompt = render_prompt(settings, phase, task_rel, task_dir, max_peak).ok()?;
+    let earlier = Artifact::ALL
+        .into_iter()
+        .filter(|a| *a < phase.artifact())
+        .map(Artifact::file_name);
+    let files: u64 = CONTEXT_FILES
+        .into_iter()
+        .chain(earlier)
+        .filter_map(|name| std::fs::metadata(task_dir.join(name)).ok())
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len())
+        .sum();
+    Some(prompt.len() as u64 + files)
+}
+
 /// Render `prompts/<phase>.md` for a task: fill the `{{placeholders}}`, append the contract
 /// when the prompt does not place it.
 pub fn render_prompt(

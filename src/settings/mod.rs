@@ -449,6 +449,14 @@ registry! {
         Kind::Text,
         None,
         "model name, or auto to detect it";
+    ModelEndpoint => "model.endpoint",
+        ConfigMd,
+        "Model Configuration",
+        "Model endpoint",
+        "",
+        Kind::Text,
+        None,
+        "URL of the local engine serving the model (Ollama, llama.cpp, vLLM, LM Studio), asked for the window it serves";
     ContextWindow => "model.context_window",
         ConfigMd,
         "Model Configuration",

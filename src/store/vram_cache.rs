@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize, Serializer};
 /// Where the cache lives, relative to the project.
 pub const CACHE_REL: &str = ".automaton/.vram_cache.json";
 /// Bump when the report's shape changes; older caches are then stale.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// A cache larger than this is not a cache automaton wrote.
 const MAX_CACHE_BYTES: usize = 256 * 1024;
 
@@ -78,6 +78,9 @@ pub struct VramReport {
     pub model_hosted: bool,
     /// Every GPU found.
     pub gpus: Vec<GpuReport>,
+    /// The local engine that answered at the model endpoint, when one is set and answered.
+    #[serde(default)]
+    pub engine: Option<EngineReport>,
     /// Why no GPU was found, when none was (or the probe did not run).
     pub gpu_reason: Option<String>,
     pub format_version: u32,
@@ -105,6 +108,25 @@ pub struct GpuReport {
     pub name: String,
     pub total_gb: f64,
     pub free_gb: f64,
+}
+
+/// The engine serving the model, as it answered (`detect-vram`'s `engine` key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EngineReport {
+    /// `ollama`, `llama.cpp`, `vllm` or `lmstudio`.
+    pub name: String,
+    pub url: String,
+    /// The loaded model, when the engine names one.
+    pub model: Option<String>,
+    /// The window the engine serves the model with (per slot for llama.cpp), in tokens.
+    pub context_tokens: Option<u64>,
+    /// Parallel slots (llama.cpp's `total_slots`), when reported.
+    pub slots: Option<u64>,
+    /// VRAM the loaded model holds (Ollama's `size_vram`), when reported.
+    pub vram_bytes: Option<u64>,
+    /// A digest of the engine's answer: a cached report whose engine now answers differently
+    /// is probed again.
+    pub answer_hash: String,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -225,6 +247,7 @@ pub(crate) mod tests {
             model_source: "none found".into(),
             model_context_source: "default".into(),
             model_hosted: false,
+            engine: None,
             gpus: vec![GpuReport {
                 index: 0,
                 name: "Fake".into(),
@@ -292,7 +315,10 @@ pub(crate) mod tests {
         // Another format version is stale, not corrupt.
         std::fs::write(
             path(dir.path()),
-            good.replace("\"format_version\": 1", "\"format_version\": 99"),
+            good.replace(
+                &format!("\"format_version\": {FORMAT_VERSION}"),
+                "\"format_version\": 99",
+            ),
         )
         .expect("write");
         assert!(matches!(load(dir.path(), "k"), Loaded::Miss));

@@ -274,6 +274,7 @@ fn base_env(p: &Project) -> Vec<(OsString, Option<OsString>)> {
         "OPENAI_MODEL",
         "GEMINI_MODEL",
         "AIDER_MODEL",
+        "OLLAMA_HOST",
         "NO_COLOR",
         "AGENT_LOG",
         "COLUMNS",

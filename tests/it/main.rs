@@ -37,6 +37,7 @@ mod decomposition;
 mod detect_vram;
 mod dry_run;
 mod endings;
+mod engines;
 mod errors;
 mod executors;
 mod failfast;
