@@ -9,17 +9,22 @@ pub enum AgentKind {
     Claude,
     Codex,
     Aider,
+    Gemini,
+    Opencode,
 }
 
 impl AgentKind {
-    pub const ALL: [AgentKind; 4] = [
+    pub const ALL: [AgentKind; 6] = [
         AgentKind::Command,
         AgentKind::Claude,
         AgentKind::Codex,
         AgentKind::Aider,
+        AgentKind::Gemini,
+        AgentKind::Opencode,
     ];
     /// The words, in the order of [`AgentKind::ALL`].
-    pub const WORDS: [&'static str; 4] = ["command", "claude", "codex", "aider"];
+    pub const WORDS: [&'static str; 6] =
+        ["command", "claude", "codex", "aider", "gemini", "opencode"];
 
     pub fn word(self) -> &'static str {
         Self::WORDS[self as usize]
@@ -39,6 +44,7 @@ mod tests {
         for k in AgentKind::ALL {
             assert_eq!(AgentKind::parse(k.word()), Some(k));
         }
-        assert_eq!(AgentKind::parse("gemini"), None);
+        assert_eq!(AgentKind::parse("gemini"), Some(AgentKind::Gemini));
+        assert_eq!(AgentKind::parse("open-code"), None);
     }
 }

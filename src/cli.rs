@@ -206,12 +206,13 @@ pub enum InitAgent {
     Codex,
     Aider,
     Gemini,
+    Opencode,
     Command,
 }
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// The agent to set up; without it, the first of claude, codex, aider, gemini found on
+    /// The agent to set up; without it, the first of claude, codex, aider, gemini, opencode found on
     /// PATH, else `command` (with the demo agent as a commented example)
     #[arg(long, value_enum, value_name = "AGENT")]
     pub agent: Option<InitAgent>,

@@ -13,11 +13,12 @@ const DEMO_AGENT: &str = include_str!("../../examples/agents/demo-agent.sh");
 const DEMO_AGENT_REL: &str = ".automaton/demo-agent.sh";
 
 /// The CLIs `init` looks for on PATH, in order of preference.
-const DETECTED: [(InitAgent, &str); 4] = [
+const DETECTED: [(InitAgent, &str); 5] = [
     (InitAgent::Claude, "claude"),
     (InitAgent::Codex, "codex"),
     (InitAgent::Aider, "aider"),
     (InitAgent::Gemini, "gemini"),
+    (InitAgent::Opencode, "opencode"),
 ];
 
 fn word(agent: InitAgent) -> &'static str {
@@ -26,6 +27,7 @@ fn word(agent: InitAgent) -> &'static str {
         InitAgent::Codex => "codex",
         InitAgent::Aider => "aider",
         InitAgent::Gemini => "gemini",
+        InitAgent::Opencode => "opencode",
         InitAgent::Command => "command",
     }
 }
@@ -97,7 +99,7 @@ pub fn init_command(flag: Option<&Path>, args: &InitArgs) -> super::Result<u8> {
         (Some(p), _) => format!(" (found {} on PATH)", p.display()),
         (None, Some(_)) => String::new(),
         (None, None) => {
-            " (none of claude, codex, aider, gemini is on PATH; set the agent command in \
+            " (none of claude, codex, aider, gemini, opencode is on PATH; set the agent command in \
              .automaton/.agent.md)"
                 .to_string()
         }
@@ -274,7 +276,7 @@ fn agent_md(agent: InitAgent) -> String {
          read: delete the `<!-- ` before it to use it. `automaton config` lists every setting in\n\
          effect and where it came from; `automaton help settings` says what each one means.\n\n",
     );
-    let (kind, command, note) = match agent {
+    let (kind, command, note): (&str, Option<&str>, &str) = match agent {
         InitAgent::Claude => (
             "claude",
             None,
@@ -293,13 +295,18 @@ fn agent_md(agent: InitAgent) -> String {
             "aider, one message per phase. Needs your model provider's key.\n",
         ),
         InitAgent::Gemini => (
-            "command",
-            Some(
-                "gemini --approval-mode yolo --skip-trust -p \"$(cat \"$AUTOMATON_PROMPT_FILE\")\" </dev/null",
-            ),
-            "Gemini CLI, headless, run as a plain command (automaton judges it by exit code and\n\
-             artifact). Needs GEMINI_API_KEY or a Google login. `--approval-mode yolo` approves\n\
-             every tool call: use it in a sandbox or a folder you can throw away.\n",
+            "gemini",
+            None,
+            "Gemini CLI, headless (`gemini -p`, stream-json). Needs GEMINI_API_KEY or a Google\n\
+             login. The default command line lets it edit files (`--approval-mode auto_edit`);\n\
+             for shell commands too, use `--approval-mode yolo` in `Agent command`, in a sandbox\n\
+             or a folder you can throw away.\n",
+        ),
+        InitAgent::Opencode => (
+            "opencode",
+            None,
+            "opencode (`opencode run --format json`). Uses the providers of its own config\n\
+             (opencode.json, `opencode auth login`); `Model` is `provider/model`.\n",
         ),
         InitAgent::Command => (
             "command",

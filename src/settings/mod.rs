@@ -176,7 +176,7 @@ registry! {
         "command",
         Kind::Choice(&crate::agent_kind::AgentKind::WORDS),
         None,
-        "adapter: command (exit code only) or claude, codex, aider (default command line, failure signal, usage)";
+        "adapter: command (exit code only) or claude, codex, aider, gemini, opencode (default command line, failure signal, usage)";
     AgentCommand => "agent.command",
         AgentMd,
         "Agent",
@@ -184,7 +184,7 @@ registry! {
         "",
         Kind::Text,
         Some("AUTOMATON_AGENT"),
-        "shell command that runs one phase (prompt on stdin); replaces the claude/codex/aider default";
+        "shell command that runs one phase (prompt on stdin); replaces the adapter's default command line";
     AgentFlags => "agent.flags",
         AgentMd,
         "Agent",
@@ -200,7 +200,7 @@ registry! {
         "",
         Kind::Text,
         None,
-        "model the agent uses: --model on the claude/codex/aider default, and the context-window lookup";
+        "model the agent uses: --model on the adapter's default command line, and the context-window lookup";
     VerifyCommand => "agent.verify",
         AgentMd,
         "Agent",
@@ -939,16 +939,9 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
             if options.contains(&t.as_str()) {
                 Value::Text(t)
             } else {
-                let hint = if *options == crate::agent_kind::AgentKind::WORDS && t == "gemini" {
-                    // A CLI automaton runs as a plain command, with no adapter of its own.
-                    " (Gemini CLI runs as `command`: `automaton init --agent gemini` writes its \
-                     `Agent command`)"
-                        .to_string()
-                } else {
-                    diagnose::nearest(&t, options.iter().copied())
-                        .map(|n| format!(" (did you mean `{n}`?)"))
-                        .unwrap_or_default()
-                };
+                let hint = diagnose::nearest(&t, options.iter().copied())
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
                 return Err(format!(
                     "one of {}, not `{}`{hint}",
                     options.join(", "),

@@ -10,7 +10,7 @@
 //! | `seconds` | how long the agent ran (the phase's duration) |
 //! | `end`, `exit_code` | `exited` (with the code; null when killed by a signal), `phase_timeout`, `total_timeout`, `stalled`, `cancelled` |
 //! | `contract_met` | a `CONTRACT_MET` line was seen in the plain output |
-//! | `agent` | the adapter: `command`, `claude`, `codex`, `aider` |
+//! | `agent` | the adapter: `command`, `claude`, `codex`, `aider`, `gemini`, `opencode` |
 //! | `ok`, `error` | the agent's own verdict on its run (null when it has none) and its error, or why its output could not be read |
 //! | `session_id`, `model` | as the agent reported them (null when unknown) |
 //! | `input_tokens`, `output_tokens`, `tokens` | token usage (input includes cache reads and writes) |

@@ -2,8 +2,8 @@
 //! over truncated and malformed streams: a clear error, never a panic.
 
 use automaton::run::adapter::{
-    Adapter, AgentKind, Aider, Claude, Codex, CommandAdapter, PhaseReport, adapter_for,
-    parse_aider, parse_claude, parse_codex, parse_log,
+    Adapter, AgentKind, Aider, Claude, Codex, CommandAdapter, Gemini, Opencode, PhaseReport,
+    adapter_for, parse_aider, parse_claude, parse_codex, parse_gemini, parse_log, parse_opencode,
 };
 
 fn fixture(name: &str) -> String {
@@ -163,6 +163,36 @@ fn aider_usage_lines() {
     assert_eq!(parse_aider("nothing to see\n"), PhaseReport::default());
 }
 
+/// Gemini CLI 0.61.0's stream-json and opencode 1.18.33's JSON events, recorded from the
+/// offline tier: the verdict, the session, the usage and the agent's error as a person reads it.
+#[test]
+fn gemini_and_opencode_recordings() {
+    let r = parse_gemini(&fixture("gemini-success.jsonl"));
+    assert_eq!(r.ok, Some(true), "{r:?}");
+    assert!(r.tokens().unwrap() > 500 && r.model.is_some(), "{r:?}");
+    let r = parse_gemini(&fixture("gemini-api-error.jsonl"));
+    assert_eq!(r.ok, Some(false));
+    assert!(
+        r.error
+            .unwrap()
+            .contains("scripted failure: model-error task")
+    );
+    let r = parse_opencode(&fixture("opencode-success.jsonl"));
+    assert_eq!(r.ok, Some(true), "{r:?}");
+    assert!(r.session_id.as_deref().unwrap().starts_with("ses_"));
+    assert!(r.tokens().unwrap() > 500, "{r:?}");
+    let r = parse_opencode(&fixture("opencode-api-error.jsonl"));
+    assert_eq!(r.ok, Some(false));
+    assert!(r.error.unwrap().contains("(HTTP 400): scripted failure"));
+    for (kind, word) in [
+        (AgentKind::Gemini, "gemini"),
+        (AgentKind::Opencode, "opencode"),
+    ] {
+        assert_eq!(adapter_for(kind).name(), word);
+        assert_eq!(AgentKind::parse(word), Some(kind));
+    }
+}
+
 #[test]
 fn garbage_never_panics() {
     let garbage: Vec<String> = vec![
@@ -181,11 +211,18 @@ fn garbage_never_panics() {
         "x".repeat(100_000),
     ];
     for g in &garbage {
-        for a in [&Claude as &dyn Adapter, &Codex, &Aider, &CommandAdapter] {
+        for a in [
+            &Claude as &dyn Adapter,
+            &Codex,
+            &Gemini,
+            &Opencode,
+            &Aider,
+            &CommandAdapter,
+        ] {
             let r = a.parse(g);
             let name = a.name();
             // No verdict without a reason: a JSON adapter that cannot read a verdict says why.
-            if matches!(name, "claude" | "codex") && r.ok.is_none() {
+            if name != "aider" && name != "command" && r.ok.is_none() {
                 assert!(
                     r.error.is_some(),
                     "{name} on {g:.40?}: no verdict and no error"
@@ -221,13 +258,17 @@ fn garbage_never_panics() {
         "codex-success.jsonl",
         "codex-turn-failed.jsonl",
         "aider-success.log",
+        "gemini-success.jsonl",
+        "gemini-api-error.jsonl",
+        "opencode-success.jsonl",
+        "opencode-api-error.jsonl",
     ] {
         let text = fixture(name);
         for cut in (0..text.len())
             .step_by(13)
             .filter(|c| text.is_char_boundary(*c))
         {
-            for a in [&Claude as &dyn Adapter, &Codex, &Aider] {
+            for a in [&Claude as &dyn Adapter, &Codex, &Gemini, &Opencode, &Aider] {
                 let r = a.parse(&text[..cut]);
                 if a.name() != "aider" && r.ok.is_none() {
                     assert!(r.error.is_some(), "{name} cut at {cut}: no error");

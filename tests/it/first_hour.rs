@@ -181,7 +181,18 @@ fn init_picks_the_first_agent_cli_on_path_or_the_one_named() {
         stdout(&out)
     );
 
-    // Named: gemini runs as a plain command.
+    // Named: gemini and opencode are adapters of their own, with their default command lines.
+    for agent in ["gemini", "opencode"] {
+        let r = Project::new();
+        r.cmd().args(["init", "--agent", agent]).assert().success();
+        let agent_md = r.read(".automaton/.agent.md");
+        assert!(
+            agent_md.contains(&format!("\n- **Agent**: {agent}\n")),
+            "{agent_md}"
+        );
+        assert!(!agent_md.contains("\n- **Agent command**:"), "{agent_md}");
+    }
+    // `automaton config` shows the adapter, no command of its own (the default line runs).
     let q = Project::new();
     q.cmd()
         .args(["init", "--agent", "gemini"])
@@ -200,10 +211,11 @@ fn init_picks_the_first_agent_cli_on_path_or_the_one_named() {
             .unwrap()
             .to_string()
     };
-    assert_eq!(value("agent.kind"), "command");
-    assert!(
-        value("agent.command").starts_with("gemini --approval-mode yolo"),
-        "{doc}"
+    assert_eq!(value("agent.kind"), "gemini");
+    assert_eq!(
+        value("agent.command"),
+        "",
+        "the adapter's default line: {doc}"
     );
     // With -C from elsewhere the next commands name the folder.
     let elsewhere = tempfile::tempdir().unwrap();
@@ -898,7 +910,7 @@ fn zero_durations_are_refused() {
 
 #[test]
 fn init_files_snapshot() {
-    for agent in ["command", "claude", "gemini"] {
+    for agent in ["command", "claude", "gemini", "opencode"] {
         let p = Project::new();
         p.cmd().args(["init", "--agent", agent]).assert().success();
         insta::assert_snapshot!(

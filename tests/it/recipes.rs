@@ -1,6 +1,6 @@
 //! The recipes in examples/agents/ driven by `orchestrate` through a whole lifecycle, each with
 //! a stand-in CLI on *_BIN that records how it was called and writes the artifact. (The real
-//! Claude Code, Codex and aider CLIs run in the offline tier, tests/real_agents/run.sh.)
+//! Claude Code, Codex, aider, Gemini CLI and opencode run in the offline tier, tests/real_agents/run.sh.)
 
 use crate::harness::{Project, REPO};
 
@@ -114,11 +114,28 @@ fn aider_recipe() {
 
 #[test]
 fn gemini_recipe() {
-    let (p, args, _) = drive("gemini", "GEMINI_BIN");
-    assert!(args.starts_with("--approval-mode\nyolo\n"), "{args}");
-    let prompt = prompt_of(&p);
-    assert!(
-        args.contains(&format!("-p\n{}", prompt.trim_end())),
-        "the prompt is passed with -p"
+    let (p, args, stdin) = drive("gemini", "GEMINI_BIN");
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(
+        args[..5],
+        [
+            "--skip-trust",
+            "--approval-mode",
+            "auto_edit",
+            "--output-format",
+            "stream-json"
+        ]
     );
+    // Headless, the prompt on stdin (`-p ''` is appended to it); every tool is never the default.
+    assert_eq!(args[args.len() - 2..], ["-p", ""], "{args:?}");
+    assert!(!args.contains(&"yolo"), "{args:?}");
+    assert_eq!(stdin, prompt_of(&p), "the prompt arrives on stdin");
+}
+
+#[test]
+fn opencode_recipe() {
+    let (p, args, stdin) = drive("opencode", "OPENCODE_BIN");
+    let args: Vec<&str> = args.lines().collect();
+    assert_eq!(args, ["run", "--format", "json"]);
+    assert_eq!(stdin, prompt_of(&p), "the prompt arrives on stdin");
 }

@@ -157,20 +157,19 @@ fn a_misspelled_agent_kind_gets_a_did_you_mean() {
         .assert()
         .failure()
         .stderr(predicate::str::contains(
-            "`Agent`: expected one of command, claude, codex, aider, not `claud` (did you mean \
-             `claude`?)",
+            "`Agent`: expected one of command, claude, codex, aider, gemini, opencode, not \
+             `claud` (did you mean `claude`?)",
         ));
     p.write(".automaton/.agent.md", "## Agent\n- **Agent**: cdoex\n");
     p.cmd()
         .arg("config")
         .assert()
         .stderr(predicate::str::contains("(did you mean `codex`?)"));
-    // A CLI that runs as a plain command is told how.
-    p.write(".automaton/.agent.md", "## Agent\n- **Agent**: gemini\n");
-    p.cmd().arg("config").assert().stderr(predicate::str::contains(
-        "not `gemini` (Gemini CLI runs as `command`: `automaton init --agent gemini` writes its \
-         `Agent command`)",
-    ));
+    p.write(".automaton/.agent.md", "## Agent\n- **Agent**: opencod\n");
+    p.cmd()
+        .arg("config")
+        .assert()
+        .stderr(predicate::str::contains("(did you mean `opencode`?)"));
     // Nothing near: no guess.
     p.write(".automaton/.agent.md", "## Agent\n- **Agent**: gpt\n");
     p.cmd()

@@ -7,7 +7,7 @@ Usage: check.py complete|verdict_fail|agent_failed|worktrees PROJECT TASK AGENT 
 complete      every lifecycle artifact is there and non-empty, .state says complete, the journal
               has one v2 line per phase with this agent, each run ended with exit 0, and the
               phase log shows the real CLI's own write (Write tool result, file_change item,
-              "Applied edit to").
+              "Applied edit to", a successful write_file, a completed opencode `write`).
 verdict_fail  VERDICT.md says FAIL and .state says human_intervention.
 agent_failed  the last journal line records the agent's own failure (ok false, an error).
 worktrees     TASK was split (DECOMPOSITION.md, written by the CLI at research) into the two
@@ -33,8 +33,12 @@ LIFECYCLE = [
     ("referee", "VERDICT.md"),
 ]
 # What each CLI's own output shows when it wrote a file itself.
-WRITE_MARK = {"claude": '"type":"tool_result"', "codex": '"type":"file_change"',
-              "aider": "Applied edit to"}
+# Every string of a CLI's tuple must be in the log.
+WRITE_MARK = {"claude": ('"type":"tool_result"',), "codex": ('"type":"file_change"',),
+              "aider": ("Applied edit to",),
+              "gemini": ('"tool_name":"write_file"', '"type":"tool_result"',
+                         '"status":"success"'),
+              "opencode": ('"tool":"write"', '"state":{"status":"completed"')}
 
 failures = []
 
@@ -162,9 +166,9 @@ def check_task(mode, project, task, agent, want_usage):
             path = os.path.join(tdir, name)
             check(os.path.isfile(path) and read(path).strip(), "%s missing or empty" % name)
             log = os.path.join(tdir, "logs", "%s-1.log" % phase)
-            check(os.path.isfile(log) and WRITE_MARK[agent] in read(log),
+            check(os.path.isfile(log) and all(m in read(log) for m in WRITE_MARK[agent]),
                   "%s: the %s log does not show the CLI's own write (%s)"
-                  % (phase, agent, WRITE_MARK[agent]))
+                  % (phase, agent, " and ".join(WRITE_MARK[agent])))
         for j in lines:
             check(j.get("end") == "exited" and j.get("exit_code") == 0,
                   "%s: ended %s %s" % (j["phase"], j.get("end"), j.get("exit_code")))

@@ -33,11 +33,13 @@ set -euo pipefail
 CLAUDE_VERSION=2.1.332
 CODEX_VERSION=0.171.0
 AIDER_VERSION=0.86.2
+GEMINI_VERSION=0.61.0
+OPENCODE_VERSION=1.18.33
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${AUTOMATON_REAL_AGENTS_CACHE:-$ROOT/target/real-agents-cache}
-export REAL_AGENTS=${REAL_AGENTS:-claude codex aider}
+export REAL_AGENTS=${REAL_AGENTS:-claude codex aider gemini opencode}
 
 say() { printf '\n=== %s\n' "$*"; }
 
@@ -66,6 +68,14 @@ if [ "${1:-}" != --inside ]; then
                     npm install --prefix "$CACHE/codex" --no-audit --no-fund \
                         "@openai/codex@$CODEX_VERSION" >"$CACHE/codex-install.log" 2>&1 || true
                 } ;;
+            gemini | opencode)
+                if [ "$a" = gemini ]; then pkg=@google/gemini-cli@$GEMINI_VERSION; else pkg=opencode-ai@$OPENCODE_VERSION; fi
+                bin=$CACHE/$a/node_modules/.bin/$a
+                installed "$bin" "${pkg##*@}" || {
+                    say "installing $pkg into $CACHE/$a"
+                    npm install --prefix "$CACHE/$a" --no-audit --no-fund "$pkg" \
+                        >"$CACHE/$a-install.log" 2>&1 || true
+                } ;;
             aider)
                 bin=$CACHE/aider-venv/bin/aider
                 installed "$bin" "$AIDER_VERSION" || {
@@ -79,6 +89,8 @@ if [ "${1:-}" != --inside ]; then
         case $a in
             claude) want=$CLAUDE_VERSION ;;
             codex) want=$CODEX_VERSION ;;
+            gemini) want=$GEMINI_VERSION ;;
+            opencode) want=$OPENCODE_VERSION ;;
             *) want=$AIDER_VERSION ;;
         esac
         if installed "$bin" "$want"; then
@@ -152,7 +164,7 @@ agent_env() {
     : >"$W/empty-gitconfig"
     local common=(HOME="$W/home" AUTOMATON_HOME="$W/automaton-home" AUTOMATON_RETRIES=0
         GIT_CONFIG_GLOBAL="$W/empty-gitconfig" GIT_CONFIG_NOSYSTEM=1
-        PATH="$CACHE/claude/node_modules/.bin:$CACHE/codex/node_modules/.bin:$CACHE/aider-venv/bin:$PATH")
+        PATH="$CACHE/claude/node_modules/.bin:$CACHE/codex/node_modules/.bin:$CACHE/aider-venv/bin:$CACHE/gemini/node_modules/.bin:$CACHE/opencode/node_modules/.bin:$PATH")
     case $1 in
         claude) ENV=("${common[@]}" ANTHROPIC_BASE_URL="http://127.0.0.1:$PORT" ANTHROPIC_API_KEY=sk-test
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1
@@ -192,6 +204,27 @@ EOF
 EOF
             ENV=("${common[@]}" OPENAI_API_BASE="http://127.0.0.1:$PORT/v1" OPENAI_API_KEY=sk-test
                 LITELLM_LOCAL_MODEL_COST_MAP=True) ;;
+        gemini)
+            # An API key with a base URL: the Gemini API client of the CLI, pointed at the stub.
+            # Without a chosen auth type a headless run stops ("Invalid auth method selected").
+            mkdir -p "$W/home/.gemini"
+            cat >"$W/home/.gemini/settings.json" <<'EOF'
+{"security": {"auth": {"selectedType": "gemini-api-key"}},
+ "privacy": {"usageStatisticsEnabled": false},
+ "general": {"disableAutoUpdate": true, "disableUpdateNag": true}}
+EOF
+            ENV=("${common[@]}" GEMINI_API_KEY=sk-test GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$PORT") ;;
+        opencode)
+            # A provider of its own (the AI SDK's OpenAI-compatible one, bundled in the binary)
+            # at the stub's Chat Completions; no fetch of the models.dev catalogue.
+            cat >"$W/opencode.json" <<EOF
+{"\$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
+ "provider": {"stub": {"npm": "@ai-sdk/openai-compatible", "name": "stub",
+   "options": {"baseURL": "http://127.0.0.1:$PORT/v1", "apiKey": "sk-test"},
+   "models": {"stub-model": {"name": "stub model", "limit": {"context": 128000, "output": 8192}}}}}}
+EOF
+            ENV=("${common[@]}" OPENCODE_CONFIG="$W/opencode.json" OPENCODE_DISABLE_MODELS_FETCH=1
+                OPENCODE_DISABLE_AUTOUPDATE=1) ;;
     esac
 }
 
@@ -208,6 +241,11 @@ agent_md() {
         if [ "${RECIPE:-}" = 1 ]; then
             echo "- **Agent command**: sh $ROOT/examples/agents/$1.sh"
         fi
+        case $1 in
+            # The model flag of the default command line (and, for gemini, no router call).
+            gemini) echo "- **Model**: gemini-2.5-flash" ;;
+            opencode) echo "- **Model**: stub/stub-model" ;;
+        esac
         if [ "$1" = aider ]; then
             echo "- **Model**: openai/stub"
             echo "- **Agent flags**: --model-metadata-file $W/model-metadata.json --edit-format whole" \
@@ -298,6 +336,10 @@ for cli in $REAL_AGENTS; do
             WORKTREE=1 scenario_retry codex codex-worktrees "split the greeting" 0 worktrees --usage ;;
         aider)
             scenario_retry aider aider-lifecycle "add a greeting script" 0 complete ;;
+        gemini | opencode)
+            scenario_retry "$cli" "$cli-lifecycle" "add a greeting script" 0 complete --usage
+            scenario_retry "$cli" "$cli-model-error" "model-error on every call" 12 agent_failed
+            RECIPE=1 scenario_retry "$cli" "$cli-recipe" "add a greeting script" 0 complete --usage ;;
     esac
 done
 

@@ -77,7 +77,7 @@ def strings(node):
 def read_prompt(req):
     """(phase, task, project, artifact name, artifact absolute path, the CLI's cwd) from
     automaton's prompt and the CLI's own context."""
-    text = "\n".join(strings(req.get("messages") or req.get("input") or []))
+    text = "\n".join(strings(req.get("messages") or req.get("input") or req.get("contents") or []))
     found = {}
     for key, rx in (("phase", PHASE_RE), ("task", TASK_RE), ("project", PROJECT_RE)):
         m = rx.search(text)
@@ -315,25 +315,55 @@ def responses(h, req, p):
 
 # ---------------------------------------------------------------- OpenAI Chat Completions (aider)
 
+def chat_tool_calls(req, p):
+    """opencode offers its tools (`write`: filePath, content): one `write` call per file, all in
+    one turn, until a `tool` message answers them. None when no write tool is offered (aider)."""
+    tools = {(t.get("function") or {}).get("name") for t in req.get("tools") or []
+             if isinstance(t, dict)}
+    msgs = req.get("messages") or []
+    answered = any(isinstance(m, dict) and m.get("role") == "tool" for m in msgs)
+    if "write" not in tools or not p["path"] or answered:
+        return None
+    return [{"id": "call_" + uuid.uuid4().hex[:16], "type": "function",
+             "function": {"name": "write",
+                          "arguments": json.dumps({"filePath": path, "content": content})}}
+            for path, content in writes(p)]
+
+
 def chat(h, req, p):
     if p["task"] and "model-error" in p["task"]:
         return h.send_json(400, {"error": {"type": "invalid_request_error", "code": None,
                                            "message": "scripted failure: model-error task"}})
-    if p["path"]:
+    calls = chat_tool_calls(req, p)
+    if calls is not None:
+        return chat_answer(h, req, "", calls)
+    tools = {(t.get("function") or {}).get("name") for t in req.get("tools") or []
+             if isinstance(t, dict)}
+    if p["path"] and "write" in tools:
+        return chat_answer(h, req, closing_text(p), None)
+    if p["path"] and not tools:
         path = p["path"]
         if p["project"] and path.startswith(p["project"].rstrip("/") + "/"):
             path = os.path.relpath(path, p["project"])
         text = "%s\n```\n%s```\n\n%s\n" % (path, artifact_text(p), closing_text(p))
     else:
         text = "ok"
-    inp, out = tokens(req.get("messages")), tokens(text)
+    return chat_answer(h, req, text, None)
+
+
+def chat_answer(h, req, text, calls):
+    """One Chat Completions answer: `text`, or the tool `calls` (finish_reason tool_calls)."""
+    inp, out = tokens(req.get("messages")), tokens(calls or text)
     usage = {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out}
+    finish = "tool_calls" if calls else "stop"
     cid, model, now = "chatcmpl-" + uuid.uuid4().hex[:16], req.get("model") or "stub", int(time.time())
     if not req.get("stream"):
+        msg = {"role": "assistant", "content": text or None}
+        if calls:
+            msg["tool_calls"] = calls
         return h.send_json(200, {"id": cid, "object": "chat.completion", "created": now,
                                  "model": model, "usage": usage, "choices": [{
-                                     "index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": text}}]})
+                                     "index": 0, "finish_reason": finish, "message": msg}]})
     send = h.start_sse(named=False)
 
     def chunk(delta, finish=None, **extra):
@@ -344,9 +374,59 @@ def chat(h, req, p):
     chunk({"role": "assistant", "content": ""})
     for i in range(0, len(text), 200):
         chunk({"content": text[i:i + 200]})
-    chunk({}, "stop", usage=usage)
+    for i, c in enumerate(calls or []):
+        # The name first, the arguments in two pieces, as OpenAI streams them.
+        args = c["function"]["arguments"]
+        chunk({"tool_calls": [{"index": i, "id": c["id"], "type": "function",
+                               "function": {"name": c["function"]["name"], "arguments": ""}}]})
+        for part in (args[:len(args) // 2], args[len(args) // 2:]):
+            chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]})
+    chunk({}, finish, usage=usage)
     h.wfile.write(b"data: [DONE]\n\n")
     h.wfile.flush()
+
+
+# ---------------------------------------------------------------- Gemini API (Gemini CLI)
+# Shapes from the Gemini API reference (ai.google.dev/api/generate-content): a request's
+# `contents` of `parts` (`text`, `functionCall`, `functionResponse`), `tools[].functionDeclarations`;
+# a response's `candidates[0].content.parts`, `finishReason` and `usageMetadata`. The stream
+# (`:streamGenerateContent?alt=sse`) sends GenerateContentResponse objects as `data:` lines.
+
+def gemini_plan(req, p):
+    contents = req.get("contents") or []
+    last = contents[-1] if contents else {}
+    answered = last.get("role") == "user" and any(
+        isinstance(part, dict) and "functionResponse" in part for part in last.get("parts") or [])
+    tools = {d.get("name") for t in req.get("tools") or [] if isinstance(t, dict)
+             for d in t.get("functionDeclarations") or [] if isinstance(d, dict)}
+    # Side calls (model routing, the next-speaker check) ask for JSON: answer an empty object.
+    if (req.get("generationConfig") or {}).get("responseMimeType") == "application/json":
+        return [{"text": "{}"}]
+    if p["path"] and not answered and "write_file" in tools:
+        # One write_file call per file, all in one turn (the CLI runs them in parallel).
+        return [{"functionCall": {"name": "write_file",
+                                  "args": {"file_path": path, "content": content}}}
+                for path, content in writes(p)]
+    if p["path"]:
+        return [{"text": closing_text(p)}]
+    return [{"text": "ok"}]
+
+
+def gemini(h, req, p, model, stream):
+    if p["task"] and "model-error" in p["task"]:
+        return h.send_json(400, {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                                           "message": "scripted failure: model-error task"}})
+    parts = gemini_plan(req, p)
+    inp, out = tokens(req.get("contents")), tokens(parts)
+    resp = {"candidates": [{"content": {"role": "model", "parts": parts},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": inp, "candidatesTokenCount": out,
+                              "totalTokenCount": inp + out},
+            "modelVersion": model, "responseId": uuid.uuid4().hex[:20]}
+    if not stream:
+        return h.send_json(200, resp)
+    send = h.start_sse(named=False)
+    send(None, resp)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -411,6 +491,11 @@ class Handler(BaseHTTPRequestHandler):
             return responses(self, req, p)
         if path.endswith("/chat/completions"):
             return chat(self, req, p)
+        m = re.search(r"/models/([^/:]+):(generateContent|streamGenerateContent)$", path)
+        if m:
+            return gemini(self, req, p, m.group(1), m.group(2) == "streamGenerateContent")
+        if path.endswith(":countTokens"):
+            return self.send_json(200, {"totalTokens": tokens(req.get("contents"))})
         self.send_json(404, {"error": {"type": "not_found_error", "message": "stub: not found"}})
 
 

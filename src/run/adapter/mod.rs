@@ -6,9 +6,11 @@
 //! | `command` | `- **Agent command**` as written | nothing: exit code and artifact only |
 //! | `claude` | `claude -p --permission-mode acceptEdits --output-format stream-json --verbose` | the last `result` event: subtype, `is_error`, `session_id`, usage, `total_cost_usd`, `modelUsage` (model, context window) |
 //! | `codex` | `codex exec --json --sandbox workspace-write --skip-git-repo-check -` | `thread.started` (session), `turn.completed` (usage) / `turn.failed` and `error` (failure) |
+//! | `gemini` | `gemini --skip-trust --approval-mode auto_edit --output-format stream-json -p ''` | `init` (session, model), the final `result`: `status`, `error`, `stats` (tokens, the models used) |
+//! | `opencode` | `opencode run --format json` | `sessionID`, each `step_finish` (tokens, cost; `reason` `stop` ends the run), `error` (failure, HTTP status) |
 //! | `aider` | `aider --yes-always --no-auto-commits --no-gitignore --no-check-update --no-pretty --no-fancy-input --message-file "$AUTOMATON_PROMPT_FILE" "$AUTOMATON_ARTIFACT"` | the `Model:` and `Tokens:`/`Cost:` lines it prints; success is the exit code |
 //!
-//! For `claude`, `codex` and `aider`, `- **Agent command**` replaces the whole default command
+//! For `claude`, `codex`, `gemini`, `opencode` and `aider`, `- **Agent command**` replaces the whole default command
 //! line (another binary, a wrapper script such as `sh examples/agents/claude.sh`), and the
 //! output must keep the format the adapter reads (`stream-json`, `--json`). Without it, the
 //! default is used and `- **Model**` adds `--model <model>`. `- **Agent flags**` is appended in
@@ -21,11 +23,15 @@
 mod aider;
 mod claude;
 mod codex;
+mod gemini;
+mod opencode;
 
 pub use crate::agent_kind::AgentKind;
 pub use aider::{Aider, parse_aider};
 pub use claude::{Claude, parse_claude};
 pub use codex::{Codex, parse_codex};
+pub use gemini::{Gemini, parse_gemini};
+pub use opencode::{Opencode, parse_opencode};
 use serde_json::Value;
 use std::path::Path;
 
@@ -65,7 +71,7 @@ impl PhaseReport {
 
 /// One way of running an agent.
 pub trait Adapter: Send + Sync {
-    /// The `- **Agent**` word: `command`, `claude`, `codex`, `aider`.
+    /// The `- **Agent**` word: `command`, `claude`, `codex`, `aider`, `gemini`, `opencode`.
     fn name(&self) -> &'static str;
 
     /// The default command line, when `- **Agent command**` is not set (`None`: there is none).
@@ -80,6 +86,23 @@ pub trait Adapter: Send + Sync {
     /// isolation, the agent works in a worktree and its task folder (artifacts, logs) stays in
     /// the project, so the default command line grants it (`--add-dir "$AUTOMATON_TASK_DIR"`).
     fn add_dir_flag(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The command line `line` with the task folder made writable, for a run in a worktree:
+    /// by default `<add_dir_flag> "$AUTOMATON_TASK_DIR"` appended (expanded by `sh -c`); a CLI
+    /// without such a flag grants it its own way (opencode: a permission in its environment).
+    fn grant_dir(&self, line: &str) -> Option<String> {
+        self.add_dir_flag()
+            .map(|flag| format!("{line} {flag} \"$AUTOMATON_TASK_DIR\""))
+    }
+
+    /// The default command line with every tool approved, shell commands included (Gemini
+    /// CLI's `--approval-mode yolo`, opencode's `--auto`): for a run inside a sandbox only, so
+    /// never the default. `None`: the CLI has no such mode, or its default already is one.
+    /// Nothing picks it yet; a sandboxing runner uses it in place of
+    /// [`Adapter::default_command`].
+    fn sandboxed_command(&self) -> Option<&'static str> {
         None
     }
 
@@ -113,6 +136,8 @@ pub fn adapter_for(kind: AgentKind) -> &'static dyn Adapter {
         AgentKind::Claude => &Claude,
         AgentKind::Codex => &Codex,
         AgentKind::Aider => &Aider,
+        AgentKind::Gemini => &Gemini,
+        AgentKind::Opencode => &Opencode,
         AgentKind::Command => &CommandAdapter,
     }
 }
@@ -152,10 +177,10 @@ pub fn command_line(
 /// `- **Agent command**` is left as written: it gets `AUTOMATON_TASK_DIR` and grants it itself
 /// (the `examples/agents/` recipes do).
 pub fn in_worktree(adapter: &dyn Adapter, line: String, custom_command: bool) -> String {
-    match adapter.add_dir_flag() {
-        Some(flag) if !custom_command => format!("{line} {flag} \"$AUTOMATON_TASK_DIR\""),
-        _ => line,
+    if custom_command {
+        return line;
     }
+    adapter.grant_dir(&line).unwrap_or(line)
 }
 
 fn shell_quote(s: &str) -> String {
@@ -390,6 +415,8 @@ impl StreamUsage {
             "claude" => self.feed_claude(line),
             "codex" => self.feed_codex(line),
             "aider" => self.feed_aider(line),
+            "gemini" => self.feed_gemini(line),
+            "opencode" => self.feed_opencode(line),
             _ => {}
         }
     }
@@ -453,6 +480,26 @@ impl StreamUsage {
         if json_object(t).is_some_and(|v| event_type(&v) == Some("turn.completed")) {
             let r = parse_codex(t);
             self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
+        }
+    }
+
+    /// Gemini CLI's final `result` (it reports no usage before it).
+    pub fn feed_gemini(&mut self, line: &str) {
+        let t = line.trim();
+        if json_object(t).is_some_and(|v| event_type(&v) == Some("result")) {
+            self.final_tokens = parse_gemini(t).tokens();
+        }
+    }
+
+    /// opencode's `step_finish` events, one per model call, each with its tokens and cost.
+    pub fn feed_opencode(&mut self, line: &str) {
+        let t = line.trim();
+        if json_object(t).is_some_and(|v| event_type(&v) == Some("step_finish")) {
+            let r = parse_opencode(t);
+            self.running = self.running.saturating_add(r.tokens().unwrap_or(0));
+            if let Some(c) = r.cost_usd {
+                self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + c);
+            }
         }
     }
 
