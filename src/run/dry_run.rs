@@ -52,19 +52,21 @@ pub fn plan(run: &Run<'_>, rel: &str, rules: WaveRules) -> Vec<Planned> {
             });
             continue;
         }
-        let action = next_action_of(run, &tree, i);
-        out.push(describe(run, &tree, i, action));
+        let facts = facts(run, &node.dir, &tree, node, 0);
+        let action = crate::plan::decide::next_action(&facts);
+        out.push(describe(run, &tree, i, action, facts.rework));
     }
     out
 }
 
-fn next_action_of(run: &Run<'_>, tree: &TaskTree, i: usize) -> Action {
-    let node = &tree.nodes[i];
-    crate::plan::decide::next_action(&facts(run, &node.dir, tree, node, 0))
-}
-
 /// The planner's action in words.
-fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned {
+fn describe(
+    run: &Run<'_>,
+    tree: &TaskTree,
+    i: usize,
+    action: Action,
+    rework: crate::plan::rework::Rework,
+) -> Planned {
     let node = &tree.nodes[i];
     let state = node.state().word();
     let planned = |action, phase, why: String, exit_code| Planned {
@@ -99,10 +101,13 @@ fn describe(run: &Run<'_>, tree: &TaskTree, i: usize, action: Action) -> Planned
         Action::Human(kind) => planned(
             "stop",
             None,
-            node.decision
-                .reason
-                .clone()
-                .unwrap_or_else(|| "needs a human".into()),
+            // The reason the run would stop with, rework's history included.
+            super::rework::with_history(
+                run,
+                &node.dir,
+                node.decision.reason.as_deref().unwrap_or("needs a human"),
+                rework,
+            ),
             Some(kind.code()),
         ),
         Action::RunSubtasks => planned(

@@ -169,6 +169,13 @@ fn spent_rounds_stop_with_each_rounds_cause() {
         .stderr_any()
         .run();
     assert!(p.records().is_empty());
+    // --dry-run says the same, from the same planner.
+    p.orchestrate()
+        .args(["--dry-run", "--task", TASK])
+        .stdout_contains("are spent (round 1: verdict_failed")
+        .stderr_any()
+        .status_any()
+        .run();
 }
 
 #[test]
