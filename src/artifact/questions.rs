@@ -107,6 +107,27 @@ pub fn parse_questions(text: &str) -> Result<Vec<Question>, String> {
     Ok(questions)
 }
 
+/// How `status` and `answer` show question `number`'s choices, one line each: its options as
+/// `answer` takes them (`1=2  SQLite`, the recommended one marked), or its free-text form.
+/// `recommended` indexes `options`.
+pub fn answer_lines(number: u32, options: &[String], recommended: Option<usize>) -> Vec<String> {
+    if options.is_empty() {
+        return vec![format!("{number}=\"…\"  (free text)")];
+    }
+    options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            let rec = if recommended == Some(i) {
+                " (recommended)"
+            } else {
+                ""
+            };
+            format!("{number}={}  {o}{rec}", i + 1)
+        })
+        .collect()
+}
+
 /// What a person chose for one question.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {

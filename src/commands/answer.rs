@@ -7,7 +7,7 @@
 use super::gates::{load, reset_state, take_lock};
 use super::{Ctx, Error, out};
 use crate::artifact::questions::{
-    Answer, DECISIONS_FILE, QUESTIONS_FILE, Question, parse_questions, read_answer,
+    Answer, DECISIONS_FILE, QUESTIONS_FILE, Question, answer_lines, parse_questions, read_answer,
 };
 use crate::cli::AnswerArgs;
 use crate::exit;
@@ -127,16 +127,8 @@ pub fn listing(rel: &str, questions: &[Question]) -> String {
     let mut s = format!("{rel}/{QUESTIONS_FILE} asks:\n");
     for q in questions {
         let _ = writeln!(s, "  {}. {}", q.number, q.text);
-        for (i, o) in q.options.iter().enumerate() {
-            let rec = if q.recommended == Some(i) {
-                " (recommended)"
-            } else {
-                ""
-            };
-            let _ = writeln!(s, "     {}={}  {o}{rec}", q.number, i + 1);
-        }
-        if q.options.is_empty() {
-            let _ = writeln!(s, "     {}=\"…\"  (free text)", q.number);
+        for line in answer_lines(q.number, &q.options, q.recommended) {
+            let _ = writeln!(s, "     {line}");
         }
     }
     s.trim_end().to_string()

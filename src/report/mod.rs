@@ -800,13 +800,10 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         );
         for q in &v.questions {
             let _ = writeln!(out, "  {}. {}", q.number, q.text);
-            for (i, o) in q.options.iter().enumerate() {
-                let rec = if q.recommended == Some(i + 1) {
-                    " (recommended)"
-                } else {
-                    ""
-                };
-                let _ = writeln!(out, "     {}={}  {o}{rec}", q.number, i + 1);
+            let recommended = q.recommended.map(|n| n - 1);
+            for line in crate::artifact::questions::answer_lines(q.number, &q.options, recommended)
+            {
+                let _ = writeln!(out, "     {line}");
             }
         }
     }
