@@ -195,7 +195,11 @@ remote_plugin = false
 exclude_slash_tmp = true
 exclude_tmpdir_env_var = true
 EOF
-            ENV=("${common[@]}" CODEX_HOME="$W/codex-home" STUB_API_KEY=sk-test) ;;
+            # Codex makes its helper commands (apply_patch, which writes the agent's files inside
+            # its bubblewrap sandbox) only when CODEX_HOME is outside the temporary folder, so the
+            # temporary folder is a folder of its own here, not the /tmp the scratch lives under.
+            mkdir -p "$W/codex-tmp"
+            ENV=("${common[@]}" CODEX_HOME="$W/codex-home" TMPDIR="$W/codex-tmp" STUB_API_KEY=sk-test) ;;
         aider)
             cat >"$W/model-metadata.json" <<'EOF'
 {"openai/stub": {"max_input_tokens": 128000, "max_output_tokens": 8192, "max_tokens": 8192,
