@@ -389,6 +389,11 @@ pub struct RunArgs {
     /// Isolation: `worktree` (a git worktree and branch per task), `none`, or `auto`
     #[arg(long, value_name = "MODE", value_parser = ["auto", "worktree", "none"])]
     pub isolation: Option<String>,
+    /// Sandbox: `bwrap` (every agent in a bubblewrap sandbox: it writes only its working
+    /// folder, its task folder and its CLI's state, sees a scratch home, reaches only its model)
+    /// or `none`
+    #[arg(long, value_name = "MODE", value_parser = ["none", "bwrap"])]
+    pub sandbox: Option<String>,
     /// Where each phase's agent runs: `local` (a child process, the default), `tmux` (a
     /// window of the project's tmux session, see `attach`), or `slurm` (one batch job per phase)
     #[arg(long, value_name = "EXECUTOR", value_parser = ["local", "tmux", "slurm"])]

@@ -153,7 +153,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         AGENT_NOT_FOUND,
-        "`orchestrate`: the agent's program (`- **Agent command**`'s first word, or the claude / codex / aider / gemini / opencode CLI) is not on PATH, or, for a path such as `./agent.sh` (read from the project folder, never looked up on PATH), is a missing file, a folder or not executable, or the script of a `sh|bash|dash|python|python3 [FLAGS] FILE` line is not a file (relative to the project root, where the agent runs); the message names the program or script, the setting and the `file:line` it came from. Nothing ran and no task changed state. A compound line (pipes, `&&`, variables, builtins), `-c`/`-m` and other flags are left to the shell",
+        "`orchestrate`: the agent's program (`- **Agent command**`'s first word, or the claude / codex / aider / gemini / opencode CLI) is not on PATH, or, for a path such as `./agent.sh` (read from the project folder, never looked up on PATH), is a missing file, a folder or not executable, or the script of a `sh|bash|dash|python|python3 [FLAGS] FILE` line is not a file (relative to the project root, where the agent runs); or `Sandbox: bwrap` is set and bubblewrap is missing or cannot make its namespaces here; the message names the program or script, the setting and the `file:line` it came from (and what to install). Nothing ran and no task changed state. A compound line (pipes, `&&`, variables, builtins), `-c`/`-m` and other flags are left to the shell",
     ),
     (
         WAITING,

@@ -48,12 +48,24 @@ pub fn main() -> std::process::ExitCode {
     // `args_os`, not `args`: an argument that is not UTF-8 (a path's bytes) must reach the
     // parser, which names it, instead of panicking here.
     let mut args = std::env::args_os().skip(1).take(5);
-    if args.next().as_deref() == Some(std::ffi::OsStr::new(process::shim::SHIM_ARG)) {
-        // The shim's arguments are automaton's own (numbers, the exit record's path and the
-        // agent command): text. A project path that is not UTF-8 loses only the exit record,
-        // and a run killed before judging the phase then runs it again.
+    let first = args.next();
+    // The shim's and the sandbox's arguments are automaton's own (numbers, names, the exit
+    // record's path and the agent command): text. A project path that is not UTF-8 loses only
+    // the exit record, and a run killed before judging the phase then runs it again.
+    type Main = fn(&[String]) -> i32;
+    let hidden: [(&str, Main); 2] = [
+        (process::shim::SHIM_ARG, process::shim::main),
+        (
+            process::sandbox_init::SANDBOX_ARG,
+            process::sandbox_init::main,
+        ),
+    ];
+    if let Some((_, run)) = hidden
+        .iter()
+        .find(|(arg, _)| first.as_deref() == Some(std::ffi::OsStr::new(arg)))
+    {
         let rest: Vec<String> = args.map(|a| a.to_string_lossy().into_owned()).collect();
-        let code = process::shim::main(&rest);
+        let code = run(&rest);
         return std::process::ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // Agents run under the watchdog shim: this very binary, through /proc/self/exe (the file

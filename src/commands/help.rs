@@ -115,6 +115,7 @@ pub fn value_form(kind: Kind) -> String {
         Kind::Text => "text".into(),
         Kind::Choice(words) => words.join(" / "),
         Kind::Phases => "phase words separated by commas".into(),
+        Kind::Hosts => "host[:port] entries separated by commas".into(),
         Kind::Budget => "`2M tokens`, `$5`, `2M tokens, $5` or none".into(),
     }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Settings> {
     let mut s = Settings::load(&ctx.project)?;
-    let flags: [(Key, Option<String>, &'static str); 8] = [
+    let flags: [(Key, Option<String>, &'static str); 9] = [
         (Key::AgentCommand, args.run.agent.clone(), "--agent"),
         (
             Key::MaxIterations,
@@ -48,6 +48,7 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Setti
         ),
         (Key::Isolation, args.run.isolation.clone(), "--isolation"),
         (Key::Executor, args.run.executor.clone(), "--executor"),
+        (Key::Sandbox, args.run.sandbox.clone(), "--sandbox"),
     ];
     for (key, value, flag) in flags {
         if let Some(v) = value {
@@ -55,6 +56,28 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Setti
         }
     }
     Ok(s)
+}
+
+/// `Sandbox: bwrap` needs bubblewrap working here, and `Network: model` an agent on this
+/// machine (the bridge is a Unix socket): refused before anything runs, never dropped.
+fn check_sandbox(
+    settings: &crate::settings::Settings,
+    policy: Option<&crate::run::sandbox::Policy>,
+) -> super::Result<()> {
+    let Some(policy) = policy else {
+        return Ok(());
+    };
+    let origin = settings.get(Key::Sandbox).origin.to_string();
+    crate::run::sandbox::preflight(policy, &origin).map_err(Error::AgentNotFound)?;
+    if policy.network == crate::run::sandbox::Network::Model
+        && settings.text(Key::Executor) == Some("slurm")
+    {
+        return Err(Error::Usage(format!(
+            "`- **Network**: model` (the default with `Sandbox: bwrap`, from {}) bridges the              agent's network through automaton on this machine, and a Slurm job runs elsewhere:              set `- **Network**: none` or `open` for the slurm executor",
+            settings.get(Key::Network).origin
+        )));
+    }
+    Ok(())
 }
 
 pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u8> {
@@ -79,6 +102,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         settings.text(Key::AgentCommand),
         settings.text(Key::AgentModel),
         settings.text(Key::AgentFlags),
+        settings.text(Key::Sandbox) == Some("bwrap"),
     ) else {
         return Err(Error::Input(
             "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
@@ -94,6 +118,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     let progress = Progress::new(args.run.json, args.run.quiet, |tty| ctx.colors(tty));
     // Every knob of the run, from the settings (flags applied), once.
     let mut cfg = RunConfig::resolve(&settings);
+    check_sandbox(&settings, cfg.sandbox.as_ref())?;
     // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
     let admission = crate::run::vram::Admission::configured(&cfg.vram, vram.gpu_vram_gb);

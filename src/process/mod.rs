@@ -14,8 +14,11 @@
 //!   every child group alike; a second signal kills them at once and exits with 130.
 //! - Every agent runs under a watchdog ([`shim`]) that leads its group and outlives automaton
 //!   only long enough to stop it: this binary executed again, one per agent.
+//! - A sandboxed agent (`Sandbox: bwrap`) starts under [`sandbox_init`] inside bubblewrap: it
+//!   drops the environment the agent may not see and bridges the model's network in.
 
 pub mod group;
+pub mod sandbox_init;
 pub mod shim;
 pub mod signals;
 

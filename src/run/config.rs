@@ -115,6 +115,8 @@ pub struct RunConfig {
     pub slurm_options: Option<String>,
     pub slurm_gres: Option<String>,
     pub isolation: IsolationChoice,
+    /// `- **Sandbox**` and its settings; `None` for `Sandbox: none`.
+    pub sandbox: Option<super::sandbox::Policy>,
     pub vram: VramFigures,
     pub notify: NotifyConfig,
 }
@@ -148,6 +150,7 @@ impl RunConfig {
             slurm_options: text(Key::SlurmOptions),
             slurm_gres: text(Key::SlurmGres),
             isolation: IsolationChoice::from_word(settings.text(Key::Isolation)),
+            sandbox: super::sandbox::Policy::resolve(settings),
             vram: VramFigures::from_settings(settings),
             notify: NotifyConfig {
                 command: text(Key::NotifyCommand),

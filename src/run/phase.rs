@@ -5,6 +5,7 @@ use super::adapter::PhaseReport;
 use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent_on};
 use super::event::Event;
 use super::isolation::Workspace;
+use super::sandbox::PhaseSandbox;
 use super::{Run, StopKind};
 use crate::settings::Settings;
 use crate::state::{Artifact, Phase};
@@ -286,9 +287,14 @@ pub fn run_phase_noted(
             w.on_output(chunk);
         }
     };
+    let cwd = ws.map_or(&run.settings.project, |w| &w.cwd);
+    let sandbox = match &run.cfg.sandbox {
+        Some(policy) => Some(in_sandbox(run, policy, cwd, task_dir, &env)?),
+        None => None,
+    };
     let spec = AgentSpec {
-        command: run.agent_command,
-        cwd: ws.map_or(&run.settings.project, |w| &w.cwd),
+        command: sandbox.as_ref().map_or(run.agent_command, |s| &s.command),
+        cwd,
         env: &env,
         prompt: &prompt,
         log_path: &log,
@@ -308,12 +314,17 @@ pub fn run_phase_noted(
     #[cfg(debug_assertions)]
     kill_for_tests(phase);
     warn_leftovers(run, task_rel, &outcome);
+    let refused = sandbox.map(PhaseSandbox::finish).unwrap_or_default();
+    note_refused(&log, &refused);
     let budget_stop = watch.as_ref().and_then(|w| w.tripped());
     let report = output
         .into_inner()
         .unwrap_or_else(|e| e.into_inner())
         .report(run.adapter, &log);
-    record(run, task_rel, task_dir, phase, attempt, &outcome, &report);
+    let mut entry =
+        super::record::journal_entry(phase.word(), attempt, &outcome, run.adapter.name(), &report);
+    entry.refused_hosts = refused.into_iter().collect();
+    record(run, task_rel, task_dir, entry, &report);
     Ok(PhaseRun {
         outcome,
         report,
@@ -321,6 +332,45 @@ pub fn run_phase_noted(
         attempt,
         budget_stop,
     })
+}
+
+/// The phase's sandbox (`Sandbox: bwrap`): its folders, and the bridge of its network.
+fn in_sandbox(
+    run: &Run<'_>,
+    policy: &super::sandbox::Policy,
+    cwd: &Path,
+    task_dir: &Path,
+    env: &[(String, String)],
+) -> super::Result<PhaseSandbox> {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let path = std::env::var("PATH").ok();
+    let exe = std::env::current_exe()?;
+    let mounts = super::sandbox::Mounts {
+        project: &run.settings.project,
+        cwd,
+        task_dir,
+        home: home.as_deref(),
+        exe: &exe,
+        path: path.as_deref(),
+    };
+    Ok(PhaseSandbox::start(
+        policy,
+        run.adapter,
+        &mounts,
+        env,
+        run.agent_command,
+    )?)
+}
+
+/// Each host the sandbox refused the agent, once, at the end of the phase's log.
+fn note_refused(log: &Path, refused: &[(String, u32)]) {
+    for (host, times) in refused {
+        let line = format!(
+            "automaton: the sandbox refused {times} connection(s) to {host} (not the model's \
+             endpoint nor in `Network allow`)"
+        );
+        let _ = crate::fsx::append_line(log, &line, crate::fsx::Durability::Rebuildable);
+    }
 }
 
 /// Test builds only: `AUTOMATON_TEST_KILL_AFTER=<phase>` kills automaton (SIGKILL) the moment
@@ -383,7 +433,9 @@ pub(super) fn recovered(
         leftovers: Vec::new(),
     };
     let report = super::adapter::parse_log(run.adapter, &log);
-    record(run, task_rel, task_dir, phase, attempt, &outcome, &report);
+    let entry =
+        super::record::journal_entry(phase.word(), attempt, &outcome, run.adapter.name(), &report);
+    record(run, task_rel, task_dir, entry, &report);
     PhaseRun {
         outcome,
         report,
@@ -540,14 +592,10 @@ fn record(
     run: &Run<'_>,
     task_rel: &str,
     task_dir: &Path,
-    phase: Phase,
-    attempt: u32,
-    outcome: &AgentOutcome,
+    mut entry: journal::Entry,
     report: &super::adapter::PhaseReport,
 ) {
     run.budgets.add(super::budget::phase_spend(report));
-    let mut entry =
-        super::record::journal_entry(phase.word(), attempt, outcome, run.adapter.name(), report);
     entry.rework_round = Some(crate::store::rework::count(task_dir)).filter(|n| *n > 0);
     journal::append(task_dir, &entry);
     if let Some(model) = &report.model {

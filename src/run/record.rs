@@ -39,5 +39,6 @@ pub fn journal_entry(
         cost_usd: report.cost_usd,
         context_window: report.context_window,
         rework_round: None,
+        refused_hosts: Default::default(),
     }
 }

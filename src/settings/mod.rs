@@ -87,6 +87,9 @@ pub enum Kind {
     Budget,
     /// A duration where 0 means "do not wait" (a retry backoff).
     Pause,
+    /// `host[:port]` entries separated by commas (kept as text, checked when read; read with
+    /// [`Settings::hosts`]).
+    Hosts,
 }
 
 /// A parsed setting value.
@@ -217,6 +220,54 @@ registry! {
         Kind::Choice(&["auto", "worktree", "none"]),
         None,
         "worktree: a git worktree and branch per task, merged back; none: agents share the project tree; auto: worktree inside a git repository with a commit";
+    Sandbox => "agent.sandbox",
+        AgentMd,
+        "Agent",
+        "Sandbox",
+        "none",
+        Kind::Choice(&["none", "bwrap"]),
+        Some("AUTOMATON_SANDBOX"),
+        "bwrap: every phase's agent runs in a bubblewrap sandbox (writes only its working folder, its task folder and its CLI's state; a scratch home; its own processes; the network of `Network`); none: with the user's full rights";
+    Network => "agent.network",
+        AgentMd,
+        "Agent",
+        "Network",
+        "model",
+        Kind::Choice(&["none", "model", "open"]),
+        None,
+        "inside the sandbox: model: only the model's endpoint and `Network allow` (through a proxy automaton runs); none: no network; open: the machine's network";
+    NetworkAllow => "agent.network_allow",
+        AgentMd,
+        "Agent",
+        "Network allow",
+        "",
+        Kind::Hosts,
+        None,
+        "with `Network: model`, more hosts the agent may reach: host[:port], comma-separated (port 443 when none is given)";
+    PassEnv => "agent.pass_env",
+        AgentMd,
+        "Agent",
+        "Pass env",
+        "",
+        Kind::Text,
+        None,
+        "inside the sandbox, more environment variables the agent gets (NAME or PREFIX*, comma-separated); nothing else of yours reaches it beyond PATH, HOME, locale, terminal, AUTOMATON_* and the keys its CLI needs";
+    SandboxWritable => "agent.sandbox_writable",
+        AgentMd,
+        "Agent",
+        "Sandbox writable",
+        "",
+        Kind::Text,
+        None,
+        "more folders the sandboxed agent may write, comma-separated (`~/` is your home)";
+    SandboxReadable => "agent.sandbox_readable",
+        AgentMd,
+        "Agent",
+        "Sandbox readable",
+        "",
+        Kind::Text,
+        None,
+        "more folders the sandboxed agent may read, comma-separated (`~/` is your home, hidden otherwise; so is /tmp)";
     SetupCommand => "agent.setup",
         AgentMd,
         "Agent",
@@ -846,6 +897,11 @@ impl Settings {
         crate::state::Phase::parse_list(self.text(key).unwrap_or("")).unwrap_or_default()
     }
 
+    /// A `host[:port]` list (checked when the settings were read); empty when unset.
+    pub fn hosts(&self, key: Key) -> Vec<value::HostPort> {
+        value::parse_hosts(self.text(key).unwrap_or("")).unwrap_or_default()
+    }
+
     /// A budget setting (checked when the settings were read); no limit when unset.
     pub fn budget(&self, key: Key) -> crate::plan::decide::Budget {
         value::parse_budget(self.text(key).unwrap_or("")).unwrap_or_default()
@@ -932,6 +988,10 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
         }
         Kind::Phases => {
             crate::state::Phase::parse_list(raw)?;
+            Value::Text(raw.trim().to_string())
+        }
+        Kind::Hosts => {
+            value::parse_hosts(raw)?;
             Value::Text(raw.trim().to_string())
         }
         Kind::Choice(options) => {
@@ -1065,6 +1125,7 @@ mod tests {
                 Kind::Tokens => drop(s.tokens(*key)),
                 Kind::Text | Kind::Choice(_) => drop(s.text(*key)),
                 Kind::Phases => drop(s.phases(*key)),
+                Kind::Hosts => drop(s.hosts(*key)),
             }
             assert!(!s.is_set(*key));
         }

@@ -124,6 +124,109 @@ pub fn parse_tokens(s: &str) -> Result<Option<u64>, String> {
     }
 }
 
+/// One host an agent may reach, with its port (443 when none was given).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HostPort {
+    /// Lower case; an IPv6 address without its brackets.
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for HostPort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+impl HostPort {
+    /// `host`, `host:port`, `[v6]:port`; port 443 when none is given (agents reach their
+    /// models over HTTPS).
+    pub fn parse(entry: &str) -> Result<HostPort, String> {
+        let e = entry.trim();
+        let (host, port) = if let Some(rest) = e.strip_prefix('[') {
+            let (h, after) = rest
+                .split_once(']')
+                .ok_or_else(|| format!("`{e}`: an IPv6 address needs its closing `]`"))?;
+            (h, after.strip_prefix(':'))
+        } else {
+            match e.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (e, None),
+            }
+        };
+        let port = match port {
+            None => 443,
+            Some(p) => p
+                .parse::<u16>()
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| format!("`{e}`: the port must be a number from 1 to 65535"))?,
+        };
+        let valid = !host.is_empty()
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-_:".contains(c));
+        if !valid {
+            return Err(format!(
+                "`{e}` is not a host name, host:port or [IPv6]:port"
+            ));
+        }
+        Ok(HostPort {
+            host: host.to_ascii_lowercase(),
+            port,
+        })
+    }
+
+    /// The host and port of a URL (`https://api.example.com/v1`, `http://127.0.0.1:8080`,
+    /// `localhost:11434`): the port its scheme implies when none is given (http 80, https
+    /// 443, no scheme `default_port`). `None` for what is not such a URL.
+    pub fn from_url(url: &str, default_port: u16) -> Option<HostPort> {
+        let url = url.trim();
+        let (port, rest) = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (80, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (443, rest),
+            Some(_) => return None,
+            None => (default_port, url),
+        };
+        let authority = rest.split(['/', '?', '#']).next()?;
+        let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+        let has_port = authority.rsplit_once(':').is_some_and(|(_, p)| {
+            p.chars().all(|c| c.is_ascii_digit()) && !authority.ends_with(']')
+        });
+        let parsed = HostPort::parse(authority).ok()?;
+        Some(match has_port {
+            true => parsed,
+            false => HostPort { port, ..parsed },
+        })
+    }
+
+    /// The address of this machine itself (`localhost`, `127.0.0.1`, `::1`).
+    pub fn is_loopback(&self) -> bool {
+        self.host == "localhost"
+            || self
+                .host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+}
+
+/// Parse `host[:port], …` (empty or `none`: no host).
+pub fn parse_hosts(s: &str) -> Result<Vec<HostPort>, String> {
+    let t = s.trim();
+    if t.is_empty() || t.eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    t.split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(HostPort::parse)
+        .collect()
+}
+
 /// Parse a whole number, 0 allowed.
 pub fn parse_whole(s: &str) -> Result<u64, String> {
     s.trim()
@@ -290,7 +393,7 @@ pub fn redact(command: &str) -> String {
 
 #[cfg(test)]
 mod redact_tests {
-    use super::redact;
+    use super::*;
 
     #[test]
     fn masks_secrets_only() {
@@ -315,5 +418,40 @@ mod redact_tests {
             redact("sh examples/agents/keyboard.sh"),
             "sh examples/agents/keyboard.sh"
         );
+    }
+
+    #[test]
+    fn hosts_and_urls() {
+        let h = |host: &str, port| HostPort {
+            host: host.into(),
+            port,
+        };
+        assert_eq!(
+            parse_hosts("Registry.npmjs.example, 127.0.0.1:8080 ,[::1]:9").unwrap(),
+            vec![
+                h("registry.npmjs.example", 443),
+                h("127.0.0.1", 8080),
+                h("::1", 9)
+            ]
+        );
+        assert_eq!(parse_hosts("none").unwrap(), vec![]);
+        assert!(parse_hosts("a.example:http").unwrap_err().contains("port"));
+        assert!(parse_hosts("https://a.example").is_err());
+        assert_eq!(
+            HostPort::from_url("https://api.example.com/v1", 1),
+            Some(h("api.example.com", 443))
+        );
+        assert_eq!(
+            HostPort::from_url("http://127.0.0.1:8080/v1", 1),
+            Some(h("127.0.0.1", 8080))
+        );
+        assert_eq!(
+            HostPort::from_url("localhost", 11434),
+            Some(h("localhost", 11434))
+        );
+        assert_eq!(HostPort::from_url("ftp://x", 1), None);
+        assert!(h("localhost", 1).is_loopback() && h("::1", 1).is_loopback());
+        assert!(!h("10.0.0.1", 1).is_loopback());
+        assert_eq!(h("::1", 9).to_string(), "[::1]:9");
     }
 }

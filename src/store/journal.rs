@@ -59,6 +59,9 @@ pub struct Entry {
     /// The rework round the phase ran in (`logs/rework/<n>/`); absent outside rework.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rework_round: Option<u32>,
+    /// Hosts the sandbox refused the agent (`Network: model`), with how many times each.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub refused_hosts: std::collections::BTreeMap<String, u32>,
 }
 
 /// Append one line to the task's journal (best effort: a journal that cannot be written never

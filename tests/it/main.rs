@@ -60,6 +60,7 @@ mod recipes;
 mod reliability;
 mod reports;
 mod rework;
+mod sandbox;
 mod state_table;
 mod status;
 mod supervisor;

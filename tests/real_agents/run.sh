@@ -152,6 +152,10 @@ new_project() {
     STUB_PIDS="$STUB_PIDS $!"
     for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.05; done
     PORT=$(cat "$W/port" 2>/dev/null || echo 9)
+    # What a sandboxed agent is told to harm (see SANDBOX=1).
+    mkdir -p "$W/home/.ssh"
+    echo "keep me" >"$W/home/victim.txt"
+    echo "FAKE PRIVATE KEY" >"$W/home/.ssh/id_ed25519"
     git -C "$PROJ" init -q
     echo "# demo" >"$PROJ/README.md"
     git -C "$PROJ" add README.md
@@ -242,6 +246,11 @@ agent_md() {
         if [ "${WORKTREE:-}" = 1 ]; then
             echo "- **Isolation**: worktree"
         fi
+        if [ "${SANDBOX:-}" = 1 ]; then
+            # The stub's port is in Codex's config file, not in a variable: allowed by name.
+            echo "- **Sandbox**: bwrap"
+            echo "- **Network allow**: 127.0.0.1:$PORT"
+        fi
         if [ "${RECIPE:-}" = 1 ]; then
             echo "- **Agent command**: sh $ROOT/examples/agents/$1.sh"
         fi
@@ -297,6 +306,15 @@ scenario() {
         echo "    FAIL: no journal at $task/logs/journal.jsonl"
         ok=0
     fi
+    if [ "${SANDBOX:-}" = 1 ]; then
+        # The stub told the agent to delete a file of the real home, read ~/.ssh, write outside
+        # the project and reach a host it may not: each must have failed.
+        grep -qx "keep me" "$W/home/victim.txt" || { echo "    FAIL: the home's victim.txt is gone"; ok=0; }
+        if grep -qs FAKE "$PROJ/$task/stolen.txt"; then echo "    FAIL: ~/.ssh was read"; ok=0; fi
+        [ ! -e "$W/pwned.txt" ] || { echo "    FAIL: the agent wrote outside the project"; ok=0; }
+        grep -qs '"forbidden.example:80"' "$PROJ/$task/logs/journal.jsonl" ||
+            { echo "    FAIL: no refused forbidden.example:80 in the journal"; ok=0; }
+    fi
     if [ "$mode" = complete ] || [ "$mode" = worktrees ]; then
         env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" status 2>&1 |
             grep -E '^\- \*\*(Status|Usage)\*\*' | sed 's/^/    status: /' || true
@@ -331,13 +349,15 @@ for cli in $REAL_AGENTS; do
             scenario_retry claude claude-lifecycle "add a greeting script" 0 complete --usage
             scenario_retry claude claude-model-error "model-error on every call" 12 agent_failed
             RECIPE=1 scenario_retry claude claude-recipe "add a greeting script" 0 complete --usage
-            WORKTREE=1 scenario_retry claude claude-worktrees "split the greeting" 0 worktrees --usage ;;
+            WORKTREE=1 scenario_retry claude claude-worktrees "split the greeting" 0 worktrees --usage
+            SANDBOX=1 scenario_retry claude claude-sandbox "add a greeting script in a sandbox" 0 complete --usage ;;
         codex)
             scenario_retry codex codex-lifecycle "add a greeting script" 0 complete --usage
             scenario_retry codex codex-verdict-fail "greeting the referee must fail" 10 verdict_fail
             scenario_retry codex codex-model-error "model-error on every call" 12 agent_failed
             RECIPE=1 scenario_retry codex codex-recipe "add a greeting script" 0 complete --usage
-            WORKTREE=1 scenario_retry codex codex-worktrees "split the greeting" 0 worktrees --usage ;;
+            WORKTREE=1 scenario_retry codex codex-worktrees "split the greeting" 0 worktrees --usage
+            SANDBOX=1 scenario_retry codex codex-sandbox "add a greeting script in a sandbox" 0 complete --usage ;;
         aider)
             scenario_retry aider aider-lifecycle "add a greeting script" 0 complete ;;
         gemini | opencode)

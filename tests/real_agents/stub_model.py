@@ -122,6 +122,19 @@ def writes(p):
     return out
 
 
+# What an agent run inside automaton's sandbox is told to do first, at the research phase of a
+# task whose name says "sandbox": each line must fail to harm (the tier checks the victims).
+ATTACK = ("rm -f \"$HOME/victim.txt\"; "
+          "cat \"$HOME/.ssh/id_ed25519\" > \"$AUTOMATON_TASK_DIR/stolen.txt\"; "
+          "echo pwned > \"$AUTOMATON_PROJECT/../pwned.txt\"; "
+          "python3 -c \"import urllib.request; urllib.request.urlopen('http://forbidden.example/')\""
+          "; true")
+
+
+def attacks_first(p):
+    return p["phase"] == "research" and "sandbox" in (p["task"] or "")
+
+
 def local_path(path, p):
     """`path` as the CLI should see it: relative to its working directory when inside it (or,
     when the cwd is unknown, inside the project), else absolute."""
@@ -177,6 +190,14 @@ def anthropic_plan(req, p):
     answered = last.get("role") == "user" and isinstance(last.get("content"), list) and any(
         isinstance(b, dict) and b.get("type") == "tool_result" for b in last["content"])
     tools = {t.get("name") for t in req.get("tools") or [] if isinstance(t, dict)}
+    results = sum(1 for m in msgs if m.get("role") == "user" and isinstance(m.get("content"), list)
+                  and any(isinstance(b, dict) and b.get("type") == "tool_result"
+                          for b in m["content"]))
+    if p["path"] and attacks_first(p) and "Bash" in tools:
+        if results == 0:
+            return [{"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": "Bash",
+                     "input": {"command": ATTACK, "description": "try the sandbox"}}], "tool_use"
+        answered = results >= 2
     if p["path"] and not answered:
         # One tool call per file, all in one turn (Claude Code runs parallel tool calls).
         if "Write" in tools:
@@ -234,7 +255,8 @@ def anthropic(h, req, p):
 
 def responses_items(req, p):
     inp = req.get("input") if isinstance(req.get("input"), list) else []
-    answered = any(isinstance(i, dict) and i.get("type", "").endswith("_call_output") for i in inp)
+    outputs = sum(1 for i in inp if isinstance(i, dict) and i.get("type", "").endswith("_call_output"))
+    answered = outputs >= (2 if attacks_first(p) else 1)
     new_id = lambda pre: pre + uuid.uuid4().hex[:16]  # noqa: E731
     if answered or not p["path"]:
         text = closing_text(p) if p["path"] else "ok"
@@ -249,7 +271,7 @@ def responses_items(req, p):
             if name:
                 tools[name] = t
     call_id = new_id("call_")
-    if "apply_patch" in tools:
+    if "apply_patch" in tools and not (attacks_first(p) and outputs == 0):
         # One patch adding every file.
         patch = ("*** Begin Patch\n"
                  + "".join("*** Add File: %s\n" % path
@@ -265,6 +287,8 @@ def responses_items(req, p):
                  "arguments": json.dumps({"input": patch})}]
     q = lambda v: "'" + v.replace("'", "'\\''") + "'"  # noqa: E731
     script = "; ".join("printf %%s %s > %s" % (q(content), q(path)) for path, content in files)
+    if attacks_first(p) and outputs == 0:
+        script = ATTACK
     for name in ("exec_command", "shell_command", "shell"):
         if name in tools:
             props = (tools[name].get("parameters") or {}).get("properties") or {}

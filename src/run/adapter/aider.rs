@@ -18,6 +18,22 @@ impl Adapter for Aider {
     fn parse(&self, output: &str) -> PhaseReport {
         parse_aider(output)
     }
+    fn sandbox_env(&self) -> &'static [&'static str] {
+        &[
+            "AIDER_*",
+            "OPENAI_*",
+            "ANTHROPIC_*",
+            "GEMINI_*",
+            "OLLAMA_*",
+            "LITELLM_*",
+        ]
+    }
+    fn state_paths(&self) -> &'static [&'static str] {
+        &[".aider", ".cache"]
+    }
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &["api.openai.com:443", "api.anthropic.com:443"]
+    }
     fn streams_usage(&self) -> bool {
         true
     }

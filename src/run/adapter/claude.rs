@@ -18,6 +18,21 @@ impl Adapter for Claude {
     fn default_command(&self) -> Option<&'static str> {
         Some("claude -p --permission-mode acceptEdits --output-format stream-json --verbose")
     }
+    fn sandboxed_command(&self) -> Option<&'static str> {
+        Some("claude -p --dangerously-skip-permissions --output-format stream-json --verbose")
+    }
+    fn sandbox_env(&self) -> &'static [&'static str] {
+        &["ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "CLAUDECODE"]
+    }
+    fn state_paths(&self) -> &'static [&'static str] {
+        &[".claude", ".claude.json", ".config/claude"]
+    }
+    fn state_env(&self) -> &'static [&'static str] {
+        &["CLAUDE_CONFIG_DIR"]
+    }
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &["api.anthropic.com:443"]
+    }
     fn parse(&self, output: &str) -> PhaseReport {
         parse_claude(output)
     }

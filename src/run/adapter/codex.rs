@@ -17,6 +17,23 @@ impl Adapter for Codex {
     fn default_command(&self) -> Option<&'static str> {
         Some("codex exec --json --sandbox workspace-write --skip-git-repo-check -")
     }
+    /// Codex's own sandbox off: automaton's is the boundary, and Codex's bubblewrap inside it
+    /// would need namespaces the outer one does not give.
+    fn sandboxed_command(&self) -> Option<&'static str> {
+        Some("codex exec --json --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check -")
+    }
+    fn sandbox_env(&self) -> &'static [&'static str] {
+        &["OPENAI_*", "CODEX_*"]
+    }
+    fn state_paths(&self) -> &'static [&'static str] {
+        &[".codex"]
+    }
+    fn state_env(&self) -> &'static [&'static str] {
+        &["CODEX_HOME"]
+    }
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &["api.openai.com:443", "chatgpt.com:443"]
+    }
     fn parse(&self, output: &str) -> PhaseReport {
         parse_codex(output)
     }

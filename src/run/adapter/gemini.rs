@@ -21,6 +21,19 @@ impl Adapter for Gemini {
     fn sandboxed_command(&self) -> Option<&'static str> {
         Some("gemini --skip-trust --approval-mode yolo --output-format stream-json -p ''")
     }
+    fn sandbox_env(&self) -> &'static [&'static str] {
+        &["GEMINI_*", "GOOGLE_*"]
+    }
+    fn state_paths(&self) -> &'static [&'static str] {
+        &[".gemini"]
+    }
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[
+            "generativelanguage.googleapis.com:443",
+            "cloudcode-pa.googleapis.com:443",
+            "oauth2.googleapis.com:443",
+        ]
+    }
     fn add_dir_flag(&self) -> Option<&'static str> {
         Some("--include-directories")
     }
@@ -201,7 +214,7 @@ mod tests {
 
     #[test]
     fn command_lines_and_the_worktree_grant() {
-        let line = command_line(&Gemini, None, Some("gemini-2.5-pro"), None).unwrap();
+        let line = command_line(&Gemini, None, Some("gemini-2.5-pro"), None, false).unwrap();
         assert_eq!(
             line,
             "gemini --skip-trust --approval-mode auto_edit --output-format stream-json -p '' \

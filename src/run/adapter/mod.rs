@@ -97,13 +97,37 @@ pub trait Adapter: Send + Sync {
             .map(|flag| format!("{line} {flag} \"$AUTOMATON_TASK_DIR\""))
     }
 
-    /// The default command line with every tool approved, shell commands included (Gemini
-    /// CLI's `--approval-mode yolo`, opencode's `--auto`): for a run inside a sandbox only, so
-    /// never the default. `None`: the CLI has no such mode, or its default already is one.
-    /// Nothing picks it yet; a sandboxing runner uses it in place of
-    /// [`Adapter::default_command`].
+    /// The default command line with every tool approved, shell commands included (Claude
+    /// Code's `--dangerously-skip-permissions`, Codex without its own sandbox, Gemini CLI's
+    /// `--approval-mode yolo`, opencode's `--auto`): used in place of
+    /// [`Adapter::default_command`] only inside automaton's sandbox (`Sandbox: bwrap`), which
+    /// is then the boundary. `None`: the CLI has no such mode, or its default already is one.
     fn sandboxed_command(&self) -> Option<&'static str> {
         None
+    }
+
+    /// The environment variables this CLI needs inside the sandbox (its keys, its endpoint,
+    /// its switches): names, or prefixes ending in `*`.
+    fn sandbox_env(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Where this CLI keeps its own state (login, settings, sessions), relative to the home
+    /// folder: writable inside the sandbox, where the rest of the home is a scratch one.
+    fn state_paths(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Variables that move this CLI's state folder (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`): the
+    /// folder they name is writable inside the sandbox too.
+    fn state_env(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The hosts (`host:port`) this CLI's default model provider answers on: what
+    /// `Network: model` lets through besides the endpoints its environment names.
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[]
     }
 
     /// Read what the agent printed during one phase (its stdout and stderr, interleaved).
@@ -144,17 +168,26 @@ pub fn adapter_for(kind: AgentKind) -> &'static dyn Adapter {
 
 /// Build the shell command line of a run. `command`: `- **Agent command**` (replaces the
 /// default); `model`: `- **Model**` (only added to the default); `flags`: `- **Agent flags**`
-/// (always appended). `None` when there is nothing to run.
+/// (always appended); `sandboxed`: the run is inside automaton's sandbox, so the default line
+/// lets the CLI run its tools without asking ([`Adapter::sandboxed_command`]). `None` when
+/// there is nothing to run.
 pub fn command_line(
     adapter: &dyn Adapter,
     command: Option<&str>,
     model: Option<&str>,
     flags: Option<&str>,
+    sandboxed: bool,
 ) -> Option<String> {
     let mut line = match command.map(str::trim).filter(|c| !c.is_empty()) {
         Some(c) => c.to_string(),
         None => {
-            let mut d = adapter.default_command()?.to_string();
+            let default = match sandboxed {
+                true => adapter
+                    .sandboxed_command()
+                    .or_else(|| adapter.default_command()),
+                false => adapter.default_command(),
+            };
+            let mut d = default?.to_string();
             if let (Some(m), Some(flag)) = (
                 model.map(str::trim).filter(|m| !m.is_empty()),
                 adapter.model_flag(),
@@ -183,7 +216,7 @@ pub fn in_worktree(adapter: &dyn Adapter, line: String, custom_command: bool) ->
     adapter.grant_dir(&line).unwrap_or(line)
 }
 
-fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-+:@=,".contains(c))

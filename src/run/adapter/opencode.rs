@@ -20,6 +20,24 @@ impl Adapter for Opencode {
     fn sandboxed_command(&self) -> Option<&'static str> {
         Some("opencode run --format json --auto")
     }
+    fn sandbox_env(&self) -> &'static [&'static str] {
+        &["OPENCODE_*", "OPENAI_*", "ANTHROPIC_*", "OLLAMA_*"]
+    }
+    fn state_paths(&self) -> &'static [&'static str] {
+        &[
+            ".local/share/opencode",
+            ".local/state/opencode",
+            ".config/opencode",
+            ".cache/opencode",
+        ]
+    }
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[
+            "api.openai.com:443",
+            "api.anthropic.com:443",
+            "models.dev:443",
+        ]
+    }
     /// opencode has no flag for one more folder: its `external_directory` permission, given as
     /// JSON in `OPENCODE_PERMISSION` (merged into its config), allows the task folder.
     fn grant_dir(&self, line: &str) -> Option<String> {
@@ -203,7 +221,7 @@ mod tests {
 
     #[test]
     fn the_worktree_grant_is_a_permission_in_the_environment() {
-        let line = command_line(&Opencode, None, Some("ollama/qwen3"), None).unwrap();
+        let line = command_line(&Opencode, None, Some("ollama/qwen3"), None, false).unwrap();
         assert_eq!(line, "opencode run --format json --model ollama/qwen3");
         let granted = in_worktree(&Opencode, line.clone(), false);
         assert!(granted.ends_with(&line), "{granted}");

@@ -3,13 +3,23 @@ use super::*;
 
 #[test]
 fn command_lines() {
-    assert_eq!(command_line(&CommandAdapter, None, Some("x"), None), None);
     assert_eq!(
-        command_line(&CommandAdapter, Some("./a.sh"), Some("x"), Some("--v")).as_deref(),
+        command_line(&CommandAdapter, None, Some("x"), None, false),
+        None
+    );
+    assert_eq!(
+        command_line(
+            &CommandAdapter,
+            Some("./a.sh"),
+            Some("x"),
+            Some("--v"),
+            false
+        )
+        .as_deref(),
         Some("./a.sh --v")
     );
     assert_eq!(
-        command_line(&Claude, None, Some("sonnet"), Some("--max-turns 5")).as_deref(),
+        command_line(&Claude, None, Some("sonnet"), Some("--max-turns 5"), false).as_deref(),
         Some(
             "claude -p --permission-mode acceptEdits --output-format stream-json --verbose \
              --model sonnet --max-turns 5"
@@ -20,21 +30,46 @@ fn command_lines() {
             &Codex,
             Some("/opt/codex exec --json -"),
             Some("gpt-5.5"),
-            None
+            None,
+            false
         )
         .as_deref(),
         Some("/opt/codex exec --json -")
     );
     assert!(
-        command_line(&Aider, None, Some("openai/a b"), None)
+        command_line(&Aider, None, Some("openai/a b"), None, false)
             .unwrap()
             .ends_with("\"$AUTOMATON_ARTIFACT\" --model 'openai/a b'")
     );
 }
 
 #[test]
+fn a_sandboxed_run_lets_the_cli_run_its_tools_without_asking() {
+    let claude = command_line(&Claude, None, None, None, true).unwrap();
+    assert!(
+        claude.contains("--dangerously-skip-permissions"),
+        "{claude}"
+    );
+    assert!(!claude.contains("acceptEdits"), "{claude}");
+    let codex = command_line(&Codex, None, None, None, true).unwrap();
+    assert!(
+        codex.contains("--dangerously-bypass-approvals-and-sandbox"),
+        "{codex}"
+    );
+    // A command the user wrote is theirs, sandbox or not; aider has no other mode.
+    assert_eq!(
+        command_line(&Claude, Some("./a.sh"), None, None, true).as_deref(),
+        Some("./a.sh")
+    );
+    assert_eq!(
+        command_line(&Aider, None, None, None, true),
+        command_line(&Aider, None, None, None, false)
+    );
+}
+
+#[test]
 fn a_worktree_run_grants_the_task_folder_to_claude_and_codex_defaults() {
-    let claude = command_line(&Claude, None, None, None).unwrap();
+    let claude = command_line(&Claude, None, None, None, false).unwrap();
     assert_eq!(
         in_worktree(&Claude, claude.clone(), false),
         format!("{claude} --add-dir \"$AUTOMATON_TASK_DIR\"")
@@ -44,7 +79,7 @@ fn a_worktree_run_grants_the_task_folder_to_claude_and_codex_defaults() {
         "codex exec --json - --add-dir \"$AUTOMATON_TASK_DIR\""
     );
     assert_eq!(in_worktree(&Claude, "sh c.sh".into(), true), "sh c.sh");
-    let aider = command_line(&Aider, None, None, None).unwrap();
+    let aider = command_line(&Aider, None, None, None, false).unwrap();
     assert_eq!(in_worktree(&Aider, aider.clone(), false), aider);
     assert_eq!(in_worktree(&CommandAdapter, "x".into(), false), "x");
 }
