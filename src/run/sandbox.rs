@@ -154,6 +154,7 @@ fn list(text: Option<&str>) -> impl Iterator<Item = &str> {
 pub fn keep_list(policy: &Policy, adapter: &dyn Adapter, phase_env: &[(String, String)]) -> String {
     let mut keep: Vec<&str> = BASE_ENV.to_vec();
     keep.extend(adapter.sandbox_env());
+    keep.extend(adapter.sandbox_vars().iter().map(|(name, _)| *name));
     keep.extend(policy.pass_env.iter().map(String::as_str));
     keep.extend(phase_env.iter().map(|(k, _)| k.as_str()));
     keep.sort_unstable();
@@ -258,6 +259,9 @@ pub fn bwrap_words(
     };
     if policy.network != Network::Open {
         w.push("--unshare-net".into());
+    }
+    for (name, value) in adapter.sandbox_vars() {
+        w.extend(["--setenv", name, value].map(str::to_string));
     }
     let inside_exe = "/run/automaton/automaton";
     w.extend(

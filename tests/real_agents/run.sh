@@ -20,7 +20,11 @@
 #    agent's own error signal (claude and codex against a model error, exit 12), the
 #    examples/agents/ recipes as the agent command (claude, codex), and worktree isolation
 #    (claude, codex): a task split into two wave-1 sub-tasks run with --jobs 2, each in its own
-#    worktree, merged into the integration branch, the project root's checkout untouched.
+#    worktree, merged into the integration branch, the project root's checkout untouched; and
+#    the sandbox (claude, codex): with `- **Sandbox**: bwrap` the model first tells the agent to
+#    delete a file in the home folder, copy an SSH key, write beside the project and reach a host
+#    not allowed; each must fail (the victims survive, the refused host is in the journal) and
+#    the task still completes.
 # Prints each orchestrate transcript, the per-phase journal and the total time.
 #
 # Knobs: AUTOMATON_REAL_AGENTS_CACHE (default target/real-agents-cache), REAL_AGENTS (default
@@ -250,6 +254,7 @@ agent_md() {
             # The stub's port is in Codex's config file, not in a variable: allowed by name.
             echo "- **Sandbox**: bwrap"
             echo "- **Network allow**: 127.0.0.1:$PORT"
+            echo "- **Pass env**: STUB_API_KEY"
         fi
         if [ "${RECIPE:-}" = 1 ]; then
             echo "- **Agent command**: sh $ROOT/examples/agents/$1.sh"

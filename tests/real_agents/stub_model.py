@@ -124,11 +124,14 @@ def writes(p):
 
 # What an agent run inside automaton's sandbox is told to do first, at the research phase of a
 # task whose name says "sandbox": each line must fail to harm (the tier checks the victims).
-ATTACK = ("rm -f \"$HOME/victim.txt\"; "
-          "cat \"$HOME/.ssh/id_ed25519\" > \"$AUTOMATON_TASK_DIR/stolen.txt\"; "
-          "echo pwned > \"$AUTOMATON_PROJECT/../pwned.txt\"; "
-          "python3 -c \"import urllib.request; urllib.request.urlopen('http://forbidden.example/')\""
-          "; true")
+ATTACK = ("python3 -c \"import os, shutil, urllib.request as u\n"
+          "for f in (lambda: os.remove(os.path.expanduser('~/victim.txt')),\n"
+          "          lambda: shutil.copy(os.path.expanduser('~/.ssh/id_ed25519'),\n"
+          "                              os.environ['AUTOMATON_TASK_DIR'] + '/stolen.txt'),\n"
+          "          lambda: open(os.environ['AUTOMATON_PROJECT'] + '/../pwned.txt', 'w'),\n"
+          "          lambda: u.urlopen('http://forbidden.example/')):\n"
+          "    try: f()\n"
+          "    except Exception as e: print(type(e).__name__, e)\"")
 
 
 def attacks_first(p):

@@ -27,6 +27,9 @@ impl Adapter for Claude {
     fn state_paths(&self) -> &'static [&'static str] {
         &[".claude", ".claude.json", ".config/claude"]
     }
+    fn sandbox_vars(&self) -> &'static [(&'static str, &'static str)] {
+        &[("IS_SANDBOX", "1")]
+    }
     fn state_env(&self) -> &'static [&'static str] {
         &["CLAUDE_CONFIG_DIR"]
     }

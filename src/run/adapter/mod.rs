@@ -118,6 +118,12 @@ pub trait Adapter: Send + Sync {
         &[]
     }
 
+    /// Variables set for this CLI inside the sandbox (Claude Code's `IS_SANDBOX=1`, without which
+    /// it refuses to skip its permission prompts as root, as in a CI container).
+    fn sandbox_vars(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// Variables that move this CLI's state folder (`CODEX_HOME`, `CLAUDE_CONFIG_DIR`): the
     /// folder they name is writable inside the sandbox too.
     fn state_env(&self) -> &'static [&'static str] {
