@@ -268,17 +268,17 @@ fn compute(
         (Source::Default, rule, false)
     };
     let derived_peak = budget::max_peak(recommended, headroom_cfg);
-    let max_peak = match settings.tokens(Key::MaxPeak).filter(|_| manual) {
+    let (max_peak, max_peak_source) = match settings.tokens(Key::MaxPeak).filter(|_| manual) {
         Some(p) if p > recommended => {
             warnings.push(format!(
                 "{}: Max peak context ({p}) is above the target context ({recommended}); \
                  using {derived_peak}",
                 settings.get(Key::MaxPeak).origin
             ));
-            derived_peak
+            (derived_peak, cache::PEAK_FROM_HEADROOM)
         }
-        Some(p) => p,
-        None => derived_peak,
+        Some(p) => (p, "config.md"),
+        None => (derived_peak, cache::PEAK_FROM_HEADROOM),
     };
     VramReport {
         gpu_vram_gb: found.vram_gib.map(|g| g as f64),
@@ -289,6 +289,7 @@ fn compute(
         recommended_k: recommended / 1000,
         headroom: headroom_cfg,
         max_peak_context_kb: max_peak,
+        max_peak_source: max_peak_source.to_string(),
         source,
         auto_detect: auto,
         model: model.name.clone(),
@@ -367,10 +368,15 @@ fn from_script(
         })
     });
     let headroom = out.headroom.unwrap_or(headroom_cfg);
-    let max_peak = out
-        .max_peak_context_kb
-        .filter(|p| *p <= recommended)
-        .unwrap_or_else(|| budget::max_peak(recommended, headroom));
+    // The script's own per-sub-task peak is the limit, even above its recommended target: a
+    // script that knows its engine may say a sub-task can use more than the planning target.
+    let (max_peak, max_peak_source) = match out.max_peak_context_kb {
+        Some(p) => (p, "detection script"),
+        None => (
+            budget::max_peak(recommended, headroom),
+            cache::PEAK_FROM_HEADROOM,
+        ),
+    };
     let ram_gb = out.ram_gb.or_else(|| {
         env.probe
             .host_memory()
@@ -385,6 +391,7 @@ fn from_script(
         recommended_k: recommended / 1000,
         headroom,
         max_peak_context_kb: max_peak,
+        max_peak_source: max_peak_source.to_string(),
         source: Source::Script,
         auto_detect: true,
         model: model.name.clone(),
@@ -480,11 +487,12 @@ pub fn render_vram_config_md(report: &VramReport, estimated_peak_tokens: Option<
          - **This sub-task's estimated peak context**: {estimate}\n\
          - **Fits within VRAM**: {fits_line}\n\
          \n\
-         Detected by: {source}.\n",
+         Detected by: {source}; max peak from {peak_from}.\n",
         auto = yes_no(report.auto_detect),
         target = fmt_k(report.recommended_kb),
         headroom = fmt_pct(report.headroom),
         peak = report.max_peak_context_kb,
+        peak_from = report.max_peak_source,
         overhead = report.framework_overhead_tokens,
         source = report.source.as_str(),
     )
@@ -555,13 +563,14 @@ pub fn render_human(report: &VramReport) -> String {
          - Model context window: {window} ({model}; window from {window_from})\n\
          - Framework overhead: ~{overhead} tokens\n\
          - **Recommended: {rec} tokens** ({basis}, {headroom} headroom)\n\
-         - **Max peak context per sub-task: {peak} tokens**\n\
+         - **Max peak context per sub-task: {peak} tokens** ({peak_from})\n\
          - **Using: {rec} tokens** ({using})\n",
         window = fmt_k(report.model_context_kb),
         overhead = fmt_k(report.framework_overhead_tokens),
         rec = fmt_k(report.recommended_kb),
         headroom = fmt_pct(report.headroom),
         peak = report.max_peak_context_kb,
+        peak_from = report.max_peak_source,
     )
 }
 

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize, Serializer};
 /// Where the cache lives, relative to the project.
 pub const CACHE_REL: &str = ".automaton/.vram_cache.json";
 /// Bump when the report's shape changes; older caches are then stale.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
+/// `max_peak_source` when the peak is derived from the target and the headroom.
+pub const PEAK_FROM_HEADROOM: &str = "target less headroom";
 /// A cache larger than this is not a cache automaton wrote.
 const MAX_CACHE_BYTES: usize = 256 * 1024;
 
@@ -63,8 +65,13 @@ pub struct VramReport {
     pub recommended_k: u64,
     /// Share of the target kept free (0.25 = 25%).
     pub headroom: f64,
-    /// `floor(recommended_kb x (1 - headroom))`: the most one sub-task may plan for.
+    /// The most one sub-task may plan for: the detection script's or config.md's value when
+    /// given, else `floor(recommended_kb x (1 - headroom))`.
     pub max_peak_context_kb: u64,
+    /// Where `max_peak_context_kb` came from, in words (`detection script`, `config.md`,
+    /// `target less headroom`).
+    #[serde(default)]
+    pub max_peak_source: String,
     pub source: Source,
     /// config.md's `Auto-detect` (Yes when there is no section).
     pub auto_detect: bool,
@@ -241,6 +248,7 @@ pub(crate) mod tests {
             recommended_k: 16,
             headroom: 0.25,
             max_peak_context_kb: 12_000,
+            max_peak_source: PEAK_FROM_HEADROOM.to_string(),
             source: Source::Nvml,
             auto_detect: true,
             model: None,

@@ -489,7 +489,7 @@ fn human_output_is_the_seed_block() {
                  - Model context window: 128k (model not detected; window from default)\n\
                  - Framework overhead: ~4k tokens\n\
                  - **Recommended: 16k tokens** (detection script, 25% headroom)\n\
-                 - **Max peak context per sub-task: 12000 tokens**\n\
+                 - **Max peak context per sub-task: 12000 tokens** (target less headroom)\n\
                  - **Using: 16k tokens** ({using})\n"
             )
         );
@@ -503,6 +503,21 @@ fn human_output_is_the_seed_block() {
         assert!(t.contains("- **Using: 16k tokens**"), "{t}");
         assert!(serde_json::from_str::<Value>(t).is_err());
     }
+}
+
+#[test]
+fn the_scripts_peak_is_the_per_sub_task_limit_even_above_its_target() {
+    let w = World::new();
+    w.script("echo '{\"recommended_kb\": 12000, \"max_peak_context_kb\": 30000}'");
+    let v = w.run(&["--refresh"]).json();
+    assert_eq!(v["recommended_kb"], 12_000);
+    assert_eq!(v["max_peak_context_kb"], 30_000);
+    assert_eq!(v["max_peak_source"], "detection script");
+    let human = w.run(&["--human"]).stdout;
+    assert!(
+        human.contains("- **Max peak context per sub-task: 30000 tokens** (detection script)\n"),
+        "{human}"
+    );
 }
 
 #[test]
