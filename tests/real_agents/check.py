@@ -173,6 +173,28 @@ def check_task(mode, project, task, agent, want_usage):
             check(j.get("end") == "exited" and j.get("exit_code") == 0,
                   "%s: ended %s %s" % (j["phase"], j.get("end"), j.get("exit_code")))
         check("Verdict: PASS" in read(os.path.join(tdir, "VERDICT.md")), "VERDICT.md is not PASS")
+    elif mode == "rework":
+        # The verify command failed after the first implement; one rework round fixed it.
+        check(state == "complete", ".state is %r, not complete" % state)
+        phases = [j["phase"] for j in lines]
+        want = [p for p, _ in LIFECYCLE]
+        want.insert(want.index("implement"), "implement")
+        check(phases == want, "phases run: %s" % phases)
+        rounds = [j["phase"] for j in lines if j.get("rework_round") == 1]
+        check(rounds[:1] == ["implement"] and rounds[-1:] == ["referee"],
+              "the phases of rework round 1: %s" % rounds)
+        kept = os.path.join(tdir, "logs", "rework", "1")
+        check(os.path.isfile(os.path.join(kept, "IMPLEMENTATION.md")),
+              "logs/rework/1/ does not keep the first IMPLEMENTATION.md")
+        check("greeting-missing" in read(os.path.join(kept, "FINDINGS.md")),
+              "logs/rework/1/FINDINGS.md does not name the failing check's output")
+        second = read(os.path.join(tdir, "logs", "implement-2.prompt.md"))
+        check("Rework round 1" in second and "greeting-missing" in second,
+              "the second implement prompt lacks the failing check")
+        branch = "automaton/" + task.rstrip("/").rsplit("/", 1)[-1]
+        check("echo hello" in (git(project, "show", "%s:greeting.sh" % branch) or ""),
+              "%s does not hold the fixed greeting.sh" % branch)
+        check("Verdict: PASS" in read(os.path.join(tdir, "VERDICT.md")), "VERDICT.md is not PASS")
     elif mode == "verdict_fail":
         check(state == "human_intervention", ".state is %r, not human_intervention" % state)
         check("Verdict: FAIL" in read(os.path.join(tdir, "VERDICT.md")), "VERDICT.md is not FAIL")

@@ -24,12 +24,15 @@
 #    the sandbox (claude, codex): with `- **Sandbox**: bwrap` the model first tells the agent to
 #    delete a file in the home folder, copy an SSH key, write beside the project and reach a host
 #    not allowed; each must fail (the victims survive, the refused host is in the journal) and
-#    the task still completes.
+#    the task still completes; and rework (claude): the stub's first greeting.sh fails the
+#    verify command, automaton sends implement back with the check's output (`- **Rework**: 1`),
+#    the second passes, and the task completes with the first round kept in logs/rework/1/.
 # Prints each orchestrate transcript, the per-phase journal and the total time.
 #
 # Knobs: AUTOMATON_REAL_AGENTS_CACHE (default target/real-agents-cache), REAL_AGENTS (default
 # "claude codex aider"), AUTOMATON_BIN (skip the build), REAL_AGENTS_NO_UNSHARE=1,
-# KEEP_WORK=1 (keep the scratch folders).
+# KEEP_WORK=1 (keep the scratch folders), REAL_AGENTS_SCENARIOS="claude-rework …" (run only
+# the scenarios named).
 # Needs: bash, git, python3 (3.9+, with venv), node 18+ and npm, cargo; network for the
 # installs only.
 set -euo pipefail
@@ -256,6 +259,10 @@ agent_md() {
             echo "- **Network allow**: 127.0.0.1:$PORT"
             echo "- **Pass env**: STUB_API_KEY"
         fi
+        if [ "${REWORK:-}" = 1 ]; then
+            # The stub's first greeting.sh fails this check; its rework round's passes.
+            echo "- **Verify command**: sh greeting.sh"
+        fi
         if [ "${RECIPE:-}" = 1 ]; then
             echo "- **Agent command**: sh $ROOT/examples/agents/$1.sh"
         fi
@@ -271,6 +278,9 @@ agent_md() {
                 "--chat-history-file $W/aider.chat.md --input-history-file $W/aider.input"
         fi
     } >"$PROJ/.automaton/.agent.md"
+    if [ "${REWORK:-}" = 1 ]; then
+        printf '# Config\n\n## Limits\n- **Rework**: 1\n' >"$PROJ/.automaton/config.md"
+    fi
 }
 
 # scenario CLI NAME DESCRIPTION EXPECTED_EXIT CHECK_MODE [--usage]
@@ -337,6 +347,9 @@ scenario() {
 # A real CLI under load can retry its model for minutes before it gives up; run a failed
 # scenario once more before calling it failed (both attempts are printed).
 scenario_retry() {
+    if [ -n "${REAL_AGENTS_SCENARIOS:-}" ]; then
+        case " $REAL_AGENTS_SCENARIOS " in *" $2 "*) ;; *) return 0 ;; esac
+    fi
     local before=$FAILED
     scenario "$@"
     if [ "$FAILED" != "$before" ]; then
@@ -355,7 +368,8 @@ for cli in $REAL_AGENTS; do
             scenario_retry claude claude-model-error "model-error on every call" 12 agent_failed
             RECIPE=1 scenario_retry claude claude-recipe "add a greeting script" 0 complete --usage
             WORKTREE=1 scenario_retry claude claude-worktrees "split the greeting" 0 worktrees --usage
-            SANDBOX=1 scenario_retry claude claude-sandbox "add a greeting script in a sandbox" 0 complete --usage ;;
+            SANDBOX=1 scenario_retry claude claude-sandbox "add a greeting script in a sandbox" 0 complete --usage
+            REWORK=1 scenario_retry claude claude-rework "add a greeting script with rework" 0 rework --usage ;;
         codex)
             scenario_retry codex codex-lifecycle "add a greeting script" 0 complete --usage
             scenario_retry codex codex-verdict-fail "greeting the referee must fail" 10 verdict_fail

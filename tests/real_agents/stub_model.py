@@ -19,7 +19,8 @@ whatever makes the real CLI write a plausible artifact through its own machinery
   * aider: a reply in its "whole" edit format, which aider applies itself.
 
 The referee writes `Verdict: PASS`, or `Verdict: FAIL` with a finding when the task path
-contains `fail`. A task path containing `model-error` gets an HTTP 400 invalid_request_error
+contains `fail`. A task path containing `rework` gets a failing `greeting.sh` at implement, and a
+passing one when the prompt is automaton's rework round. A task path containing `model-error` gets an HTTP 400 invalid_request_error
 instead (the CLIs' own failure signal). Every request is appended to --log as one JSON line.
 
 Usage: stub_model.py [--port 0] [--port-file FILE] [--log FILE]
@@ -82,6 +83,7 @@ def read_prompt(req):
     for key, rx in (("phase", PHASE_RE), ("task", TASK_RE), ("project", PROJECT_RE)):
         m = rx.search(text)
         found[key] = m.group(1) if m else None
+    found["text"] = text
     m = ARTIFACT_RE.search(text)
     found["name"], found["path"] = (m.group(1), m.group(2)) if m else (None, None)
     everything = "\n".join(strings(req))
@@ -119,7 +121,17 @@ def writes(p):
     if p["phase"] == "implement" and "/subtasks/" in task and p["cwd"]:
         name = task.rstrip("/").rsplit("/", 1)[-1]
         out.append((os.path.join(p["cwd"], name + ".sh"), "#!/bin/sh\necho %s\n" % name))
+    if p["phase"] == "implement" and "rework" in task and p["cwd"]:
+        out.append((os.path.join(p["cwd"], "greeting.sh"), greeting_script(p)))
     return out
+
+
+def greeting_script(p):
+    """A task whose name says "rework" is implemented wrong first (the verify command, `sh
+    greeting.sh`, fails), and right once automaton's rework prompt carries the failing check."""
+    if "Rework round" in p["text"] and "greeting-missing" in p["text"]:
+        return "#!/bin/sh\necho hello\n"
+    return "#!/bin/sh\necho 'greeting-missing: nothing printed' >&2\nexit 1\n"
 
 
 # What an agent run inside automaton's sandbox is told to do first, at the research phase of a
@@ -505,7 +517,8 @@ class Handler(BaseHTTPRequestHandler):
             req = None
         path = self.path.split("?")[0].rstrip("/")
         p = read_prompt(req) if isinstance(req, dict) else {}
-        log({"t": time.time(), "method": "POST", "path": self.path, "prompt": p,
+        log({"t": time.time(), "method": "POST", "path": self.path,
+             "prompt": {k: v for k, v in p.items() if k != "text"},
              "body_bytes": len(raw)})
         if not isinstance(req, dict):
             return self.send_json(400, {"error": {"type": "invalid_request_error",
