@@ -217,6 +217,9 @@ pub fn bwrap_words(
     for dir in path_installs(m.path, &hidden) {
         bind(&mut w, "--ro-bind-try", &dir);
     }
+    for file in agent_files(command, &hidden) {
+        bind(&mut w, "--ro-bind-try", &file);
+    }
     for p in &policy.readable {
         bind(&mut w, "--ro-bind-try", p);
     }
@@ -324,6 +327,21 @@ fn path_installs(path: Option<&str>, hidden: &[&Path]) -> Vec<PathBuf> {
     dirs.sort();
     dirs.dedup();
     dirs
+}
+
+/// The agent command's own files the sandbox would hide: its program and the script of a
+/// `sh|bash|python FILE` line (`sh /tmp/agent.sh`), when named by an absolute path inside the
+/// home or `/tmp`; read-only in the sandbox, so the command that passed the preflight still runs.
+fn agent_files(command: &str, hidden: &[&Path]) -> Vec<PathBuf> {
+    [
+        super::preflight::program_of(command),
+        super::preflight::script_of(command),
+    ]
+    .into_iter()
+    .flatten()
+    .map(PathBuf::from)
+    .filter(|p| p.is_absolute() && hidden.iter().any(|h| p.starts_with(h)))
+    .collect()
 }
 
 /// One phase's sandbox: the wrapped command line, and the bridge while the agent runs.
@@ -477,6 +495,34 @@ mod tests {
             &w[w.len() - 5..],
             ["__sandbox-init", "PATH", "-", "-", "claude -p"]
         );
+    }
+
+    #[test]
+    fn the_agent_commands_script_under_tmp_or_the_home_stays_readable() {
+        let words = |command| {
+            bwrap_words(
+                &policy(Network::None),
+                &CommandAdapter,
+                &mounts(),
+                "",
+                None,
+                command,
+            )
+        };
+        let w = words("sh /tmp/agent.sh --fast");
+        pos(&w, &["--ro-bind-try", "/tmp/agent.sh", "/tmp/agent.sh"]);
+        let w = words("/home/u/bin/my-agent run");
+        pos(
+            &w,
+            &[
+                "--ro-bind-try",
+                "/home/u/bin/my-agent",
+                "/home/u/bin/my-agent",
+            ],
+        );
+        // Files the sandbox shows anyway are not bound again.
+        let w = words("sh /opt/agents/a.sh");
+        assert!(!w.contains(&"/opt/agents/a.sh".to_string()), "{w:?}");
     }
 
     #[test]

@@ -342,3 +342,28 @@ fn bubblewrap_is_installed_for_these_tests() {
         "the sandbox tests need bubblewrap: apt-get install bubblewrap"
     );
 }
+
+#[test]
+fn an_agent_script_outside_the_project_under_tmp_still_runs_in_the_sandbox() {
+    // `/tmp` is private inside the sandbox; the agent command's own script is bound back
+    // read-only, so the line that passed the preflight runs as it does without the sandbox.
+    let scripts = tempfile::tempdir().unwrap();
+    let script = scripts.path().join("agent.sh");
+    std::fs::write(&script, agent("true")).unwrap();
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        format!(
+            "# Agent\n- **Agent command**: sh {}\n- **Sandbox**: bwrap\n- **Network**: none\n",
+            script.display()
+        ),
+    )
+    .write("tasks/a/SPEC.md", "# Spec\nrun from /tmp\n");
+    p.orchestrate()
+        .env_remove("AUTOMATON_AGENT")
+        .args(["--task", "tasks/a"])
+        .stdout_any()
+        .stderr_any()
+        .run();
+    assert_eq!(p.state_of("tasks/a"), "complete");
+}
