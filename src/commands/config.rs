@@ -2,7 +2,9 @@
 
 use super::{Ctx, out};
 use crate::cli::ConfigArgs;
-use crate::settings::Settings;
+use crate::run::adapter::{AgentKind, adapter_for};
+use crate::run::sandbox::{Passes, Policy};
+use crate::settings::{Key, Settings};
 
 /// One warning line per setting that could not be read (see [`Settings::load_lenient`]).
 pub fn invalid_warnings(settings: &Settings) -> Vec<String> {
@@ -30,6 +32,7 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
             .map(|(_, e)| e.clone())
             .next_back()
     };
+    let sandbox = sandbox_passes(&settings);
     if args.json {
         let items: Vec<_> = settings
             .all()
@@ -50,7 +53,7 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
             })
             .collect();
         out::println(serde_json::to_string_pretty(
-            &serde_json::json!({ "settings": items }),
+            &serde_json::json!({ "settings": items, "sandbox": sandbox }),
         )?)?;
         return Ok(crate::exit::OK);
     }
@@ -74,5 +77,42 @@ pub fn config_command(ctx: &Ctx, args: &ConfigArgs) -> super::Result<u8> {
             out::println(format_args!("  {:<30} ^ error: {e}", ""))?;
         }
     }
+    if let Some(p) = sandbox {
+        out::println(format_args!(
+            "sandbox (bwrap) of the {} agent: what passes in\n  \
+             {:<30} {}\n  {:<30} the working folder, the task folder, a private /tmp{}\n  \
+             {:<30} the machine but the home, /tmp and /run{}\n  {:<30} {}{}",
+            p.agent,
+            "environment",
+            p.env.join(", "),
+            "writable",
+            p.writable
+                .iter()
+                .map(|w| format!(", {w}"))
+                .collect::<String>(),
+            "readable",
+            p.readable
+                .iter()
+                .map(|r| format!(", {r}"))
+                .collect::<String>(),
+            "network",
+            p.network,
+            match p.endpoints.is_empty() {
+                true => String::new(),
+                false => format!(": {}", p.endpoints.join(", ")),
+            },
+        ))?;
+    }
     Ok(crate::exit::OK)
+}
+
+/// With `Sandbox: bwrap`, what passes into the agent's sandbox.
+fn sandbox_passes(settings: &Settings) -> Option<Passes> {
+    let policy = Policy::resolve(settings)?;
+    let kind = settings
+        .text(Key::AgentKind)
+        .and_then(AgentKind::parse)
+        .unwrap_or(AgentKind::Command);
+    let env = |name: &str| std::env::var(name).ok();
+    Some(policy.passes(adapter_for(kind), &env))
 }

@@ -142,6 +142,59 @@ impl Policy {
     }
 }
 
+/// What `config` says a sandboxed agent gets: names only, never a value.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Passes {
+    /// The adapter's name (`claude`, `command`, …).
+    pub agent: &'static str,
+    /// The variables it keeps (names and `PREFIX*`).
+    pub env: Vec<String>,
+    /// What it may write besides its working folder, its task folder and a private `/tmp`.
+    pub writable: Vec<String>,
+    /// What it may read of the home and `/tmp` (the rest of the machine is readable anyway).
+    pub readable: Vec<String>,
+    /// `none`, `model` or `open`.
+    pub network: &'static str,
+    /// With `Network: model`, the hosts it may reach.
+    pub endpoints: Vec<String>,
+}
+
+impl Policy {
+    /// What passes into the sandbox of `adapter`'s agent (`env`: the environment's values,
+    /// read only for the endpoints they name).
+    pub fn passes(&self, adapter: &dyn Adapter, env: &dyn Fn(&str) -> Option<String>) -> Passes {
+        let shown = |p: &Path| p.display().to_string();
+        Passes {
+            agent: adapter.name(),
+            env: keep_list(self, adapter, &[])
+                .split(',')
+                .map(str::to_string)
+                .collect(),
+            writable: adapter
+                .state_paths()
+                .iter()
+                .map(|rel| format!("~/{rel}"))
+                .chain(adapter.state_env().iter().map(|v| format!("${v}")))
+                .chain(self.writable.iter().map(|p| shown(p)))
+                .collect(),
+            readable: self.readable.iter().map(|p| shown(p)).collect(),
+            network: match self.network {
+                Network::None => "none",
+                Network::Model => "model",
+                Network::Open => "open",
+            },
+            endpoints: match self.network {
+                Network::Model => self
+                    .endpoints(adapter, env)
+                    .iter()
+                    .map(HostPort::to_string)
+                    .collect(),
+                _ => Vec::new(),
+            },
+        }
+    }
+}
+
 fn list(text: Option<&str>) -> impl Iterator<Item = &str> {
     text.unwrap_or("")
         .split(',')

@@ -367,3 +367,45 @@ fn an_agent_script_outside_the_project_under_tmp_still_runs_in_the_sandbox() {
         .run();
     assert_eq!(p.state_of("tasks/a"), "complete");
 }
+
+#[test]
+fn config_shows_what_passes_into_the_sandbox_names_only() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        "# Agent\n- **Agent**: claude\n- **Sandbox**: bwrap\n- **Pass env**: MY_TOKEN\n\
+         - **Network allow**: 127.0.0.1:9\n- **Sandbox writable**: /srv/cache\n",
+    );
+    let out = p
+        .command()
+        .arg("config")
+        .env("MY_TOKEN", "sk-live-0123456789abcdef")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let block = &text[text
+        .find("sandbox (bwrap) of the claude agent")
+        .unwrap_or_else(|| panic!("no sandbox block in:\n{text}"))..];
+    for want in [
+        "ANTHROPIC_*",
+        "MY_TOKEN",
+        "~/.claude",
+        "/srv/cache",
+        "network                        model: 127.0.0.1:9, api.anthropic.com:443",
+    ] {
+        assert!(block.contains(want), "{want:?} not in:\n{block}");
+    }
+    assert!(!text.contains("sk-live"), "a value was shown:\n{text}");
+    let json = p.command().args(["config", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["sandbox"]["agent"], "claude");
+    assert_eq!(v["sandbox"]["network"], "model");
+    assert!(
+        v["sandbox"]["env"]
+            .as_array()
+            .unwrap()
+            .contains(&"MY_TOKEN".into()),
+        "{v}"
+    );
+}
