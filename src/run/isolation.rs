@@ -176,7 +176,18 @@ impl Isolation {
         self.repo
             .ensure_worktree(&worktree, &record.branch, &record.base)?;
         self.reconcile_worktree(&worktree)?;
+        self.commit_leftovers(&worktree, rel)?;
         Ok(self.workspace(worktree, record.branch))
+    }
+
+    /// Commit the work a run killed between a phase's `git add` and its `git commit` (or just
+    /// before them) left in a task's worktree, so that no finished phase's work stays staged
+    /// where a merge-back would leave it behind. Run after [`Self::reconcile_worktree`], which
+    /// has dropped what an interrupted merge left: what remains is the phases' own work.
+    fn commit_leftovers(&self, worktree: &Path, rel: &str) -> Result<(), IsolationError> {
+        let message = format!("automaton: {rel} (work left uncommitted by an interrupted run)");
+        self.repo.commit_all(worktree, &message)?;
+        Ok(())
     }
 
     /// Undo what a run killed mid-way (`kill -9`) left in one of automaton's worktrees: a git
@@ -294,8 +305,18 @@ impl Isolation {
 
     /// Merge a passed sub-task's branch into its parent's integration branch, in the parent's
     /// worktree; `Ok(Merge::Conflict(files))` leaves the integration branch as it was.
-    pub fn merge_back(&self, sub: &Workspace, parent: &Workspace) -> Result<Merge, IsolationError> {
+    pub fn merge_back(
+        &self,
+        sub_rel: &str,
+        sub: &Workspace,
+        parent: &Workspace,
+    ) -> Result<Merge, IsolationError> {
         let _git = self.locked();
+        // A sub-task found complete by a rerun may still hold its last phase's work uncommitted.
+        if sub.worktree.is_dir() {
+            self.reconcile_worktree(&sub.worktree)?;
+            self.commit_leftovers(&sub.worktree, sub_rel)?;
+        }
         if self.repo.is_ancestor(&sub.branch, &parent.branch)? {
             return Ok(Merge::UpToDate);
         }

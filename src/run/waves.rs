@@ -421,7 +421,7 @@ pub(super) fn merge_subtask(
         worktree: PathBuf::from(&record.worktree),
         branch: record.branch,
     };
-    match iso.merge_back(&sub, parent) {
+    match iso.merge_back(sub_rel, &sub, parent) {
         Ok(Merge::Conflict(files)) => Err(format!(
             "merging {sub_rel} ({}) into {} conflicts in {}; resolve it by merging {} into {} \
              (its worktree is {}), then run `orchestrate --task {}` again",

@@ -17,7 +17,7 @@
 #   AGENT_DECOMPOSITION, or AGENT_DECOMPOSITION_DEEP in a sub-task when set).
 # Every run appends "<task> <phase> <start> <end>" to $AGENT_LOG (times in ns).
 # AGENT_IMPLEMENT: shell code run (in the agent's working directory) at the implement phase,
-# e.g. to edit code files in a worktree.
+# e.g. to edit code files in a worktree. AGENT_EVERY_PHASE: the same at every phase.
 set -u
 # AGENT_IGNORE_TERM=1: ignore SIGTERM (so only SIGKILL ends the agent and its children).
 [ -n "${AGENT_IGNORE_TERM:-}" ] && trap '' TERM
@@ -62,6 +62,9 @@ Written by the scripted test agent." ;;
 echo "working on $phase for $task"
 if [ "$phase" = implement ] && [ -n "${AGENT_IMPLEMENT:-}" ]; then
   eval "$AGENT_IMPLEMENT" || exit 4
+fi
+if [ -n "${AGENT_EVERY_PHASE:-}" ]; then
+  eval "$AGENT_EVERY_PHASE" || exit 4
 fi
 case $behavior in
   ok) ;;

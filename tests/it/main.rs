@@ -43,6 +43,7 @@ mod executors;
 mod failfast;
 mod first_hour;
 mod gates;
+mod git_kills;
 mod graph;
 mod help_pages;
 mod isolation;
