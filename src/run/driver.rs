@@ -17,7 +17,7 @@ use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, waits_for};
 use crate::task::snapshot::content_hash;
-use crate::task::snapshot::{SUBTASKS_DIR, VERIFY_DUE_FILE};
+use crate::task::snapshot::{SUBTASKS_DIR, VERIFIED_FILE, VERIFY_DUE_FILE};
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
 
@@ -65,9 +65,6 @@ pub(super) fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
     tree.apply_gates(&run.cfg.approve_before);
     tree
 }
-
-/// The file that records which VERDICT.md the verify command last passed for.
-pub(super) const VERIFIED_FILE: &str = "logs/verified";
 
 /// The hash the verify command last passed for, if any.
 pub(super) fn verified_hash(dir: &Path) -> Option<String> {

@@ -114,7 +114,7 @@ fn verified(dir: &Path) -> bool {
     let hash = crate::fsx::read(dir.join("VERDICT.md"))
         .ok()
         .map(|b| crate::task::snapshot::content_hash(&b));
-    let passed = crate::fsx::read_to_string(dir.join("logs/verified")).ok();
+    let passed = crate::fsx::read_to_string(dir.join(crate::task::snapshot::VERIFIED_FILE)).ok();
     hash.is_some() && hash == passed
 }
 

@@ -25,6 +25,8 @@ pub const SENT_BACK_FILE: &str = "logs/plan-sent-back.md";
 /// Written when a PASS verdict is accepted under a verify command, removed once the verify
 /// command passed for it: while it is there the task is not complete.
 pub const VERIFY_DUE_FILE: &str = "logs/verify-due";
+/// The hash of the VERDICT.md the verify command last passed for.
+pub const VERIFIED_FILE: &str = "logs/verified";
 
 /// What was read of one task folder.
 #[derive(Debug, Clone, Default)]
@@ -269,7 +271,8 @@ pub fn read_snapshot_in(
     }
     snap.verify_due = snap.has_logs
         && snap.artifacts.contains(Artifact::Verdict)
-        && dir.join(VERIFY_DUE_FILE).exists();
+        && dir.join(VERIFY_DUE_FILE).exists()
+        && !verified_for_this_verdict(dir);
     snap.sent_back = snap.has_logs
         && snap.artifacts.highest() <= Some(Artifact::Spec)
         && dir.join(SENT_BACK_FILE).exists();
@@ -384,6 +387,15 @@ fn read_text(
             None
         }
     }
+}
+
+/// Whether the verify command already passed for this very VERDICT.md (`logs/verified` holds
+/// its hash): a run killed between recording that pass and clearing `logs/verify-due` left a
+/// verified PASS, which must be neither verified nor judged again.
+fn verified_for_this_verdict(dir: &Path) -> bool {
+    let verdict = crate::fsx::read(dir.join(Artifact::Verdict.file_name()));
+    let verified = crate::fsx::read_to_string(dir.join(VERIFIED_FILE));
+    matches!((verdict, verified), (Ok(v), Ok(h)) if crate::fsx::content_hash(&v) == h)
 }
 
 #[cfg(test)]

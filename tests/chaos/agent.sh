@@ -35,6 +35,9 @@ case $AUTOMATON_PHASE in
 | d | 2 | b | 4k | d.txt | do d |" ;;
   *) body="$AUTOMATON_PHASE of $AUTOMATON_TASK" ;;
 esac
+# With isolation (the git-step campaign), every phase also leaves a line in the task's own
+# code file in its working folder, so every phase has work to commit and merge.
+[ -n "${CHAOS_GIT:-}" ] && echo "$AUTOMATON_PHASE" >> "${AUTOMATON_TASK##*/}.txt"
 if [ "$CHAOS_MODE" = piecewise ]; then
   : > "$AUTOMATON_ARTIFACT"
   printf '%s\n' "$body" | while IFS= read -r line; do printf '%s\n' "$line" >> "$AUTOMATON_ARTIFACT"; sleep 0.01; done

@@ -94,6 +94,112 @@ while [ $kills -lt "$KILLS" ]; do
 done
 echo "[$SECONDS s] == kill -9 campaign: $projects projects, $kills kills, $runs agent runs (jobs 1 and 4, atomic and piecewise agents)"
 
+# The git-step campaign: projects with worktree isolation and a verify command (so an
+# integration gate after each wave), killed right after a chosen git command or verify run by
+# tests/chaos/killer.sh, then rerun to the end; each must end as an uninterrupted run.
+REAL_GIT=$(command -v git)
+GIT_TRIALS=${CHAOS_GIT_TRIALS:-20}
+KILLER=$WORK/killer; mkdir -p "$KILLER"; ln -s "$ROOT/tests/chaos/killer.sh" "$KILLER/git"
+: > "$WORK/empty-gitconfig"
+declare -A GV=([lost_commit]=0 [not_merged]=0 [gate_not_run]=0 [merge_state]=0 [dirty]=0 [worktrees]=0 [clean_left]=0)
+git_kills=0; git_trials=0
+git_project() {  # $1 dir
+  new_project "$1" atomic
+  printf '\n## Agent\n- **Isolation**: worktree\n- **Verify command**: sh %s verify\n' \
+    "$ROOT/tests/chaos/killer.sh" >> "$1/.automaton/config.md"
+  "$REAL_GIT" init -q -b main "$1" && echo demo > "$1/README.md"
+  printf 'mode\nagent.log\nagent-pids\nviolations\nkill-count\nkills\n.home/\n' > "$1/.gitignore"
+  "$REAL_GIT" -C "$1" add README.md .gitignore
+  "$REAL_GIT" -C "$1" -c user.email=c@example.invalid -c user.name=c commit -qm init
+}
+gcmd() {  # $1 dir $2 point $3 at, rest: the automaton command line; execs it
+  local dir=$1 point=$2 at=$3; shift 3
+  CHAOS_DIR=$dir CHAOS_MODE=atomic CHAOS_GIT=1 CHAOS_REAL_GIT=$REAL_GIT CHAOS_KILL_POINT=$point \
+  CHAOS_KILL_AT=$at PATH="$KILLER:$PATH" GIT_CONFIG_GLOBAL=$WORK/empty-gitconfig GIT_CONFIG_NOSYSTEM=1 \
+  HOME=$dir AUTOMATON_HOME=$dir/.home AUTOMATON_KILL_GRACE=300ms \
+  AUTOMATON_AGENT="sh $ROOT/tests/chaos/agent.sh" exec "$BIN" --project "$dir" "$@"
+}
+gorch() {  # $1 dir $2 point $3 at: orchestrate until it exits 0 (at most 10 tries)
+  local t
+  for t in 1 2 3 4 5 6 7 8 9 10; do
+    if [ -d "$1/tasks/chaos-project" ]; then
+      (gcmd "$1" "$2" "$3" orchestrate --quiet --jobs 2 --task tasks/chaos-project >/dev/null 2>&1) && return 0
+    else
+      (gcmd "$1" "$2" "$3" orchestrate --quiet --jobs 2 "chaos project" >/dev/null 2>&1) && return 0
+    fi
+  done
+  V[hang]=$((V[hang]+1)); echo "never finished: $1" >&2; return 1
+}
+git_check() {  # $1 dir: the properties of an uninterrupted isolated run
+  local dir=$1 g="$REAL_GIT -C $1" x
+  for x in a b c d; do
+    local b=automaton/chaos-project--$x
+    [ "$($g show "$b:$x.txt" 2>/dev/null | tail -n1)" = referee ] || { GV[lost_commit]=$((GV[lost_commit]+1)); echo "lost commit: $dir $b" >&2; }
+    if ! $g merge-base --is-ancestor "$b" automaton/chaos-project 2>/dev/null ||
+       [ "$($g show "$b:$x.txt" 2>/dev/null)" != "$($g show "automaton/chaos-project:$x.txt" 2>/dev/null)" ]; then
+      GV[not_merged]=$((GV[not_merged]+1)); echo "not merged: $dir $b" >&2
+    fi
+  done
+  $g show automaton/chaos-project:chaos-project.txt 2>/dev/null | grep -qx decomposition ||
+    { GV[lost_commit]=$((GV[lost_commit]+1)); echo "lost commit: $dir the parent's" >&2; }
+  for w in 1 2; do
+    [ -f "$dir/tasks/chaos-project/logs/integration-$w.passed" ] || { GV[gate_not_run]=$((GV[gate_not_run]+1)); echo "gate $w not run: $dir" >&2; }
+  done
+  local trees; trees=$($g worktree list --porcelain | sed -n 's/^worktree //p')
+  [ "$(echo "$trees" | grep -c .)" = 6 ] || { GV[worktrees]=$((GV[worktrees]+1)); echo "worktrees: $dir $trees" >&2; }
+  local tree
+  for tree in $trees; do
+    [ "$tree" = "$dir" ] && continue
+    "$REAL_GIT" -C "$tree" rev-parse -q --verify MERGE_HEAD >/dev/null && { GV[merge_state]=$((GV[merge_state]+1)); echo "merge state: $tree" >&2; }
+    [ -z "$("$REAL_GIT" -C "$tree" status --porcelain)" ] || { GV[dirty]=$((GV[dirty]+1)); echo "dirty: $tree" >&2; }
+  done
+}
+clean_check() {  # $1 dir: after `merge` and `clean`, nothing of automaton's is left
+  local g="$REAL_GIT -C $1"
+  [ "$($g worktree list --porcelain | grep -c '^worktree ')" = 1 ] &&
+    [ -z "$($g branch --list 'automaton/*')" ] || { GV[clean_left]=$((GV[clean_left]+1)); echo "clean left: $1 $($g branch --list 'automaton/*' | tr -d '\n')" >&2; }
+}
+# Each crash point: a shell pattern over git's arguments (`-C <dir> <command>`), or `verify`.
+POINTS=("add:* add -A" "commit:* commit *" "merge-wave-1:*merge*automaton/chaos-project--[ab]*"
+  "merge-wave-2:*merge*automaton/chaos-project--[cd]*" "verify:verify"
+  "clean-worktree:*worktree remove*" "clean-branch:*branch --quiet -d*")
+for entry in "${POINTS[@]}"; do
+  name=${entry%%:*} point=${entry#*:}
+  clean=0; case $name in clean-*) clean=1 ;; esac
+  # How often the point comes in an uninterrupted run: the trials spread their kill over it.
+  G=$WORK/git-count-$name; git_project "$G"
+  gorch "$G" "$point" 0
+  if [ $clean = 1 ]; then
+    : > "$G/kill-count"
+    (gcmd "$G" "$point" 0 merge tasks/chaos-project >/dev/null 2>&1)
+    (gcmd "$G" "$point" 0 clean >/dev/null 2>&1)
+  fi
+  calls=$(cat "$G/kill-count" 2>/dev/null || echo 0)
+  [ "$calls" -gt 0 ] || { echo "crash point $name never reached" >&2; V[different_result]=$((V[different_result]+1)); continue; }
+  before=$git_kills
+  for ((t = 0; t < GIT_TRIALS; t++)); do
+    git_trials=$((git_trials+1)); projects=$((projects+1))
+    at=$(( 1 + t * calls / GIT_TRIALS ))
+    P=$WORK/git-$name-$t; git_project "$P"
+    if [ $clean = 1 ]; then
+      gorch "$P" none 0
+      (gcmd "$P" none 0 merge tasks/chaos-project >/dev/null 2>&1)
+      { (gcmd "$P" "$point" "$at" clean >/dev/null 2>&1); } 2>/dev/null
+      [ -s "$P/kills" ] && git_kills=$((git_kills+1))
+      for _ in 1 2 3; do (gcmd "$P" none 0 clean >/dev/null 2>&1) && break; done
+      clean_check "$P"
+    else
+      { (gcmd "$P" "$point" "$at" orchestrate --quiet --jobs 2 "chaos project" >/dev/null 2>&1); } 2>/dev/null
+      [ -s "$P/kills" ] && git_kills=$((git_kills+1))
+      check_after_kill "$P"
+      gorch "$P" none 0
+      final_check "$P"; git_check "$P"
+    fi
+  done
+  echo "[$SECONDS s] == git step $name: $GIT_TRIALS trials over its $calls calls, $((git_kills-before)) killed"
+done
+echo "[$SECONDS s] == git-step campaign: $git_trials trials, $git_kills kills"
+
 # Each signal: the agent is stopped within seconds.
 for sig in INT TERM HUP QUIT; do
   S=$WORK/sig-$sig; new_project "$S" atomic
@@ -158,5 +264,8 @@ echo "[$SECONDS s] == figures: kills=$kills agent_runs=$runs projects=$projects"
 bad=0
 for k in two_agents phase_rerun partial_accepted stale_state unsupervised different_result hang; do
   echo "violations.$k=${V[$k]}"; bad=$((bad+V[$k]))
+done
+for k in lost_commit not_merged gate_not_run merge_state dirty worktrees clean_left; do
+  echo "violations.$k=${GV[$k]}"; bad=$((bad+GV[$k]))
 done
 [ $bad = 0 ]

@@ -398,6 +398,41 @@ fn a_failing_verify_is_not_called_an_agent() {
         .stdout(predicate::str::contains("agent exited").not());
 }
 
+#[test]
+fn a_kill_after_the_verify_passed_but_before_its_mark_was_cleared_ends_complete() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        format!(
+            "## Agent\n- **Verify command**: echo ran >> {}\n",
+            p.join("verify-runs.txt").display()
+        ),
+    );
+    p.cmd()
+        .args(["task", "create", "v", "--at", "referee"])
+        .assert()
+        .success();
+    p.orchestrate_cmd()
+        .args(["--task", "tasks/v"])
+        .assert()
+        .code(0);
+    assert_eq!(p.read("verify-runs.txt"), "ran\n");
+    // What a kill between recording the pass (logs/verified) and clearing the mark leaves.
+    p.write(
+        "tasks/v/logs/verify-due",
+        "the PASS verdict waits for the verify command\n",
+    );
+    p.write("tasks/v/.state", "referee\n");
+    p.orchestrate_cmd()
+        .env("AGENT_LOG", p.join("agent.log"))
+        .args(["--task", "tasks/v"])
+        .assert()
+        .code(0);
+    assert_eq!(p.read("tasks/v/.state"), "complete\n");
+    assert_eq!(p.agent_runs(), vec![], "the verified PASS was judged again");
+    assert_eq!(p.read("verify-runs.txt"), "ran\n", "verified again");
+}
+
 // ---- 8. the seeds' wave and budget rules ----
 
 const NO_DESIGN: &str = "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n";
