@@ -14,8 +14,16 @@ use std::process::{Command, Output, Stdio};
 /// A failed git command: its arguments and what it printed on stderr.
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
-    #[error("cannot run git: {0}")]
-    Spawn(#[from] io::Error),
+    #[error("cannot run `git {args}` in {dir}: {source}")]
+    Spawn {
+        args: String,
+        dir: String,
+        source: io::Error,
+    },
+    /// A file or folder next to a git command (a worktree's parent, `info/exclude`); the error
+    /// names it.
+    #[error(transparent)]
+    File(#[from] io::Error),
     #[error("`git {args}` failed in {dir}: {stderr}")]
     Failed {
         args: String,
@@ -32,15 +40,30 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    Ok(Command::new("git")
+    let args: Vec<S> = args.into_iter().collect();
+    Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(args)
+        .args(&args)
         // Never wait on an editor or a credential prompt.
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_EDITOR", "true")
         .stdin(Stdio::null())
-        .output()?)
+        .output()
+        .map_err(|source| GitError::Spawn {
+            args: words(&args),
+            dir: dir.display().to_string(),
+            source,
+        })
+}
+
+/// A git command line's arguments as one string, for errors.
+fn words<S: AsRef<OsStr>>(args: &[S]) -> String {
+    let words: Vec<_> = args
+        .iter()
+        .map(|a| a.as_ref().to_string_lossy().into_owned())
+        .collect();
+    words.join(" ")
 }
 
 /// Run git in `dir`; its trimmed stdout, or an error with its stderr.
@@ -139,7 +162,7 @@ impl Repo {
     pub fn exclude(&self, pattern: &str) -> Result<()> {
         let common = git(&self.top, &["rev-parse", "--git-common-dir"])?;
         let info = self.top.join(common).join("info");
-        std::fs::create_dir_all(&info)?;
+        create_dir(&info)?;
         let file = info.join("exclude");
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         if text.lines().any(|l| l.trim() == pattern) {
@@ -200,7 +223,7 @@ impl Repo {
             });
         }
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            create_dir(parent)?;
         }
         let p = path.to_string_lossy();
         if self.branch_tip(branch).is_some() {
@@ -432,8 +455,20 @@ fn remove_if_there(path: &Path) -> Result<bool> {
     match std::fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(e.into()),
+        Err(e) => Err(named(e, "remove", path)),
     }
+}
+
+fn create_dir(path: &Path) -> Result<()> {
+    std::fs::create_dir_all(path).map_err(|e| named(e, "create", path))
+}
+
+/// `e` with what was done to which path in its message.
+fn named(e: io::Error, what: &str, path: &Path) -> GitError {
+    GitError::File(io::Error::new(
+        e.kind(),
+        format!("cannot {what} {}: {e}", path.display()),
+    ))
 }
 
 /// `-c user.name=… -c user.email=…` when the repository has no identity configured.

@@ -197,7 +197,16 @@ pub fn run_agent_on(
     job: &Job,
 ) -> io::Result<AgentOutcome> {
     let started = Instant::now();
-    let mut group = executor.start(spec, job)?;
+    // Starting makes pipes and a process: name that, so "Too many open files" says what failed.
+    let mut group = executor.start(spec, job).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot start the agent of {} ({}): {e}",
+                job.task, job.phase
+            ),
+        )
+    })?;
     let pid = group.id();
     if let Some(pid_file) = spec.pid_file {
         // A local (or tmux) agent dies with the machine, so after a power cut there is

@@ -180,7 +180,13 @@ pub struct Slot<'a>(&'a Slots);
 impl Slots {
     pub fn new(n: usize) -> std::io::Result<Self> {
         use rustix::pipe::{PipeFlags, pipe_with};
-        let (take, give) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+        let (take, give) = pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK).map_err(|e| {
+            let e = std::io::Error::from(e);
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot make the pipe of the run's job slots: {e}"),
+            )
+        })?;
         // As many tokens as the pipe holds, at most: usually 64 KiB, but one page where the
         // user's pipes are over their soft limit. More slots than that are never all used.
         let tokens = vec![b'+'; n.max(1)];

@@ -597,7 +597,12 @@ fn record(
 ) {
     run.budgets.add(super::budget::phase_spend(report));
     entry.rework_round = Some(crate::store::rework::count(task_dir)).filter(|n| *n > 0);
-    journal::append(task_dir, &entry);
+    if let Err(e) = journal::append(task_dir, &entry) {
+        run.progress.event(&super::event::Event::Warning {
+            task: task_rel,
+            message: &format!("the phase's journal line is lost: {e}"),
+        });
+    }
     if let Some(model) = &report.model {
         journal::record_model(
             &run.settings.project,

@@ -64,14 +64,19 @@ pub struct Entry {
     pub refused_hosts: std::collections::BTreeMap<String, u32>,
 }
 
-/// Append one line to the task's journal (best effort: a journal that cannot be written never
-/// stops a run).
-pub fn append(task_dir: &Path, entry: &Entry) {
-    // One write of the whole line (see `fsx::append_line`); the journal is a log, not state.
-    if let Ok(line) = serde_json::to_string(entry) {
-        let _ =
-            crate::fsx::append_line(&path(task_dir), &line, crate::fsx::Durability::Rebuildable);
-    }
+/// Append one line to the task's journal. A failure is the caller's to report (a run warns,
+/// naming the file): the journal is a log, not state, so a lost line never stops a run, but it
+/// is never lost silently either.
+pub fn append(task_dir: &Path, entry: &Entry) -> std::io::Result<()> {
+    // One write of the whole line (see `fsx::append_line`).
+    let line = serde_json::to_string(entry).map_err(std::io::Error::other)?;
+    let file = path(task_dir);
+    crate::fsx::append_line(&file, &line, crate::fsx::Durability::Rebuildable).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot append to {}: {e}", file.display()),
+        )
+    })
 }
 
 /// A task's usage totals over its journal (`status` shows them).

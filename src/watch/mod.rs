@@ -133,12 +133,30 @@ fn plain_lines(model: &mut Model, source: &mut Source) -> u8 {
             }
         }
         let touched = source.wait(TICK);
+        // Nothing may change for hours, so a reader that went away (`watch | head -3`) is
+        // looked for on every wake-up, not only when a write fails.
+        if reader_gone(&out) {
+            return crate::exit::OK;
+        }
         apply(model, &touched);
         if last_tick.elapsed() >= TICK {
             tick(model);
             last_tick = Instant::now();
         }
     }
+}
+
+/// Whether stdout is a pipe or socket whose reading end is closed: `poll` reports an error or
+/// a hang-up on it without writing anything.
+fn reader_gone(out: &impl std::os::fd::AsFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let mut fds = [PollFd::new(out, PollFlags::empty())];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    matches!(poll(&mut fds, Some(&now)), Ok(n) if n > 0)
+        && fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP)
 }
 
 /// The full-screen view, until `q`, Esc at the tree, or Ctrl-C.

@@ -41,6 +41,7 @@ mod engines;
 mod errors;
 mod executors;
 mod failfast;
+mod faults;
 mod first_hour;
 mod gates;
 mod git_kills;
