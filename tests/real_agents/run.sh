@@ -26,7 +26,9 @@
 #    not allowed; each must fail (the victims survive, the refused host is in the journal) and
 #    the task still completes; and rework (claude): the stub's first greeting.sh fails the
 #    verify command, automaton sends implement back with the check's output (`- **Rework**: 1`),
-#    the second passes, and the task completes with the first round kept in logs/rework/1/.
+#    the second passes, and the task completes with the first round kept in logs/rework/1/; and
+#    a local engine (opencode): the stub also answers as an Ollama server serving a 32k window,
+#    and `detect-vram` must report that window from the engine.
 # Prints each orchestrate transcript, the per-phase journal and the total time.
 #
 # Knobs: AUTOMATON_REAL_AGENTS_CACHE (default target/real-agents-cache), REAL_AGENTS (default
@@ -155,7 +157,7 @@ new_project() {
     rm -rf "$W"
     mkdir -p "$W/home" "$PROJ/.automaton"
     python3 "$HERE/stub_model.py" --port 0 --port-file "$W/port" --log "$W/requests.jsonl" \
-        >/dev/null 2>"$W/stub.err" &
+        --ollama-context "${OLLAMA_CTX:-0}" >/dev/null 2>"$W/stub.err" &
     STUB_PIDS="$STUB_PIDS $!"
     for _ in $(seq 200); do [ -s "$W/port" ] && break; sleep 0.05; done
     PORT=$(cat "$W/port" 2>/dev/null || echo 9)
@@ -231,10 +233,12 @@ EOF
             ENV=("${common[@]}" GEMINI_API_KEY=sk-test GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$PORT") ;;
         opencode)
             # A provider of its own (the AI SDK's OpenAI-compatible one, bundled in the binary)
-            # at the stub's Chat Completions; no fetch of the models.dev catalogue.
+            # at the stub's Chat Completions; no fetch of the models.dev catalogue. With
+            # OLLAMA_CTX the stub is an Ollama server too, and the provider is named as
+            # opencode's Ollama recipe names it.
             cat >"$W/opencode.json" <<EOF
 {"\$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
- "provider": {"stub": {"npm": "@ai-sdk/openai-compatible", "name": "stub",
+ "provider": {"stub": {"npm": "@ai-sdk/openai-compatible", "name": "${OLLAMA_CTX:+Ollama (local)}${OLLAMA_CTX:-stub}",
    "options": {"baseURL": "http://127.0.0.1:$PORT/v1", "apiKey": "sk-test"},
    "models": {"stub-model": {"name": "stub model", "limit": {"context": 128000, "output": 8192}}}}}}
 EOF
@@ -280,6 +284,11 @@ agent_md() {
     } >"$PROJ/.automaton/.agent.md"
     if [ "${REWORK:-}" = 1 ]; then
         printf '# Config\n\n## Limits\n- **Rework**: 1\n' >"$PROJ/.automaton/config.md"
+    fi
+    if [ -n "${OLLAMA_CTX:-}" ]; then
+        # detect-vram and the fit check before each phase ask the engine for its window.
+        printf '# Config\n\n## Model Configuration\n- **Model**: qwen2.5-coder:7b\n- **Model endpoint**: http://127.0.0.1:%s\n' \
+            "$PORT" >"$PROJ/.automaton/config.md"
     fi
 }
 
@@ -329,6 +338,23 @@ scenario() {
         [ ! -e "$W/pwned.txt" ] || { echo "    FAIL: the agent wrote outside the project"; ok=0; }
         grep -qs '"forbidden.example:80"' "$PROJ/$task/logs/journal.jsonl" ||
             { echo "    FAIL: no refused forbidden.example:80 in the journal"; ok=0; }
+    fi
+    if [ -n "${OLLAMA_CTX:-}" ]; then
+        # What detect-vram read from the engine: its name, URL and the window it serves.
+        env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" detect-vram --refresh >"$W/vram.json" 2>"$W/vram.err" || true
+        python3 - "$W/vram.json" "$PORT" "$OLLAMA_CTX" <<'PY' || ok=0
+import json, sys
+v = json.load(open(sys.argv[1]))
+e = v.get("engine") or {}
+want = {"name": "ollama", "url": "http://127.0.0.1:" + sys.argv[2],
+        "context_tokens": int(sys.argv[3])}
+got = {k: e.get(k) for k in want}
+print("    detect-vram: engine %s, model_context_kb %s (%s)"
+      % (got, v.get("model_context_kb"), v.get("model_context_source")))
+if got != want or v.get("model_context_kb") != int(sys.argv[3]):
+    print("    FAIL: detect-vram did not read the engine's window")
+    sys.exit(1)
+PY
     fi
     if [ "$mode" = complete ] || [ "$mode" = worktrees ]; then
         env "${ENV[@]}" "$AUTOMATON_BIN" --project "$PROJ" status 2>&1 |
@@ -382,7 +408,10 @@ for cli in $REAL_AGENTS; do
         gemini | opencode)
             scenario_retry "$cli" "$cli-lifecycle" "add a greeting script" 0 complete --usage
             scenario_retry "$cli" "$cli-model-error" "model-error on every call" 12 agent_failed
-            RECIPE=1 scenario_retry "$cli" "$cli-recipe" "add a greeting script" 0 complete --usage ;;
+            RECIPE=1 scenario_retry "$cli" "$cli-recipe" "add a greeting script" 0 complete --usage
+            if [ "$cli" = opencode ]; then
+                OLLAMA_CTX=32768 scenario_retry opencode opencode-ollama "add a greeting script on ollama" 0 complete --usage
+            fi ;;
     esac
 done
 

@@ -23,7 +23,12 @@ contains `fail`. A task path containing `rework` gets a failing `greeting.sh` at
 passing one when the prompt is automaton's rework round. A task path containing `model-error` gets an HTTP 400 invalid_request_error
 instead (the CLIs' own failure signal). Every request is appended to --log as one JSON line.
 
-Usage: stub_model.py [--port 0] [--port-file FILE] [--log FILE]
+With --ollama-context N it is also an Ollama server as `detect-vram` asks one: `GET /api/ps`
+lists one loaded model served with a window of N tokens (the shape of ollama's `api/types.go`,
+`ProcessModelResponse`), and `GET /api/version` answers; opencode then reaches it as Ollama's
+OpenAI-compatible endpoint (`/v1/chat/completions`).
+
+Usage: stub_model.py [--port 0] [--port-file FILE] [--log FILE] [--ollama-context N]
 """
 import argparse
 import json
@@ -504,6 +509,17 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         log({"t": time.time(), "method": "GET", "path": self.path})
+        path = self.path.split("?")[0].rstrip("/")
+        if ARGS.ollama_context and path == "/api/version":
+            return self.send_json(200, {"version": "0.12.6"})
+        if ARGS.ollama_context and path == "/api/ps":
+            return self.send_json(200, {"models": [{
+                "name": "stub-model", "model": "stub-model", "size": 6654289920,
+                "digest": "2b0496514337", "details": {"format": "gguf", "family": "qwen2",
+                                                      "parameter_size": "7.6B",
+                                                      "quantization_level": "Q4_K_M"},
+                "expires_at": "2026-12-04T17:20:02.1Z", "size_vram": 5368709120,
+                "context_length": ARGS.ollama_context}]})
         if self.path.split("?")[0].rstrip("/").endswith("/models"):
             return self.send_json(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
         self.send_json(404, {"error": {"type": "not_found_error", "message": "stub: not found"}})
@@ -545,6 +561,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--log")
+    ap.add_argument("--ollama-context", type=int, default=0)
     ARGS = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     port = srv.server_address[1]
