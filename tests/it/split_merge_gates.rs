@@ -392,3 +392,22 @@ fn rejecting_at_the_merge_gate_reworks_with_the_reason_then_waits_again() {
         .run();
     assert!(!p.join("bonjour.txt").exists());
 }
+
+#[test]
+fn an_unknown_gate_word_is_refused_naming_the_file_line_and_the_gate_meant() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        "# Agent\n\n## Agent\n- **Approve before**: design, merg\n",
+    );
+    p.orchestrate()
+        .arg("x")
+        .status(1)
+        .stderr_contains(
+            "error: [PROJECT]/.automaton/.agent.md:4: `Approve before`: expected `merg` is not a \
+             gate (one of research, decomposition, design, test_design, implement, bug_find, \
+             adversarial_bug_find, doc_review, referee, subtasks, merge) (did you mean `merge`?)",
+        )
+        .run();
+    assert!(!p.join("tasks/x").exists());
+}
