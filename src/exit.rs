@@ -137,7 +137,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         AWAITING_APPROVAL,
-        "human needed: the next phase is gated (`Approve before`) and waits for `automaton approve` (or its approval lapsed); for a parent, a sub-task waits (its siblings ran)",
+        "human needed: the next phase is gated (`Approve before`) and waits for `automaton approve` (or its approval lapsed); for a parent, a sub-task waits (its siblings ran); `subtasks`: the task split waits before any sub-task is made; `merge`: a complete task's branch waits, and `automaton merge` refuses it until it is approved",
     ),
     (
         STALE,

@@ -91,6 +91,44 @@ pub enum Merge {
     Conflict(Vec<String>),
 }
 
+/// What a branch changes, file by file ([`Repo::diff_summary`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiffSummary {
+    /// (path, inserted lines, deleted lines); a rename is named by its new path.
+    pub files: Vec<(String, u64, u64)>,
+}
+
+impl DiffSummary {
+    pub fn insertions(&self) -> u64 {
+        self.files.iter().map(|f| f.1).sum()
+    }
+
+    pub fn deletions(&self) -> u64 {
+        self.files.iter().map(|f| f.2).sum()
+    }
+
+    /// `git diff --numstat -z`: `ins\tdel\tpath\0`, or for a rename `ins\tdel\t\0old\0new\0`.
+    fn parse_numstat_z(text: &str) -> DiffSummary {
+        let mut files = Vec::new();
+        let mut parts = text.split('\0');
+        while let Some(head) = parts.next() {
+            let mut cols = head.splitn(3, '\t');
+            let (Some(ins), Some(del), Some(path)) = (cols.next(), cols.next(), cols.next()) else {
+                continue;
+            };
+            let path = if path.is_empty() {
+                // A rename: the old path, then the new one.
+                let _old = parts.next();
+                parts.next().unwrap_or_default().to_string()
+            } else {
+                path.to_string()
+            };
+            files.push((path, ins.parse().unwrap_or(0), del.parse().unwrap_or(0)));
+        }
+        DiffSummary { files }
+    }
+}
+
 /// A git work tree that holds the project, with at least one commit.
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -136,6 +174,17 @@ impl Repo {
         let stat = git(dir, &["diff", "--shortstat", base, "HEAD"])?;
         let patch = git(dir, &["diff", base, "HEAD"])?;
         Ok((stat, patch))
+    }
+
+    /// What `branch` changes against `base` since they parted (`git diff --numstat
+    /// base...branch`): each file with its inserted and deleted lines (0 and 0 for a binary
+    /// file), in git's order.
+    pub fn diff_summary(&self, base: &str, branch: &str) -> Result<DiffSummary> {
+        let text = git(
+            &self.top,
+            &["diff", "--numstat", "-z", &format!("{base}...{branch}")],
+        )?;
+        Ok(DiffSummary::parse_numstat_z(&text))
     }
 
     /// The tip of a branch, if it exists.
@@ -496,6 +545,25 @@ fn same_path(a: &Path, b: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn numstat_is_read_file_by_file_renames_and_binaries_included() {
+        let d = DiffSummary::parse_numstat_z(concat!(
+            "3\t1\tsrc/a.rs\0",
+            "-\t-\tlogo.png\0",
+            "2\t0\t\0old.txt\0new.txt\0"
+        ));
+        assert_eq!(
+            d.files,
+            vec![
+                ("src/a.rs".into(), 3, 1),
+                ("logo.png".into(), 0, 0),
+                ("new.txt".into(), 2, 0)
+            ]
+        );
+        assert_eq!((d.insertions(), d.deletions()), (5, 1));
+    }
+
     use super::*;
     use std::fs;
 

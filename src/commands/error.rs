@@ -61,6 +61,10 @@ pub enum Error {
     /// `merge` or `clean` would lose or overwrite work, so it did nothing (exit 21).
     #[error("{0}")]
     Refused(String),
+    /// `merge` of a task that waits at the merge gate (`Approve before: merge`): a person
+    /// approves it first (exit 20, as a run stopped at a gate).
+    #[error("{0}")]
+    AwaitingApproval(String),
 }
 
 impl Error {
@@ -71,6 +75,7 @@ impl Error {
             Error::Lock(e) => e.exit_code(),
             Error::Usage(_) => exit::USAGE,
             Error::Refused(_) => exit::REFUSED,
+            Error::AwaitingApproval(_) => exit::AWAITING_APPROVAL,
             Error::AgentNotFound(_) => exit::AGENT_NOT_FOUND,
             Error::NoProjectHere(_) => exit::NO_PROJECT,
             Error::Run(RunError::Panicked { .. }) => exit::INTERNAL,
@@ -140,6 +145,10 @@ mod tests {
             (
                 Error::Usage("`continue` takes no description".into()),
                 exit::USAGE,
+            ),
+            (
+                Error::AwaitingApproval("tasks/a waits".into()),
+                exit::AWAITING_APPROVAL,
             ),
         ];
         for (e, code) in cases {

@@ -6,6 +6,7 @@
 use super::{Ctx, Error, out};
 use crate::cli::{ApproveArgs, RejectArgs, RerunArgs};
 use crate::exit;
+use crate::plan::gate::Gate;
 use crate::report::{approval_gates, phase_config, print_warnings};
 use crate::settings::{Key, Settings};
 use crate::state::{Artifact, Phase};
@@ -157,7 +158,16 @@ pub fn reject_command(ctx: &Ctx, args: &RejectArgs) -> super::Result<u8> {
     let _lock = take_lock(ctx)?;
     let (settings, rel, tree) = load(ctx, &args.task)?;
     let node = &tree.nodes[0];
-    let Some(newest) = node.snap.artifacts.highest() else {
+    let newest = match node.approval.as_ref().map(|w| w.gate) {
+        // The branch goes back for a rework round, its artifacts set aside there.
+        Some(Gate::Merge) => {
+            return super::gates_reject::reject_merge(ctx, &settings, &rel, node, &args.reason);
+        }
+        // The plan goes back to the decomposition phase.
+        Some(Gate::Subtasks) => Some(Artifact::Decomposition),
+        _ => node.snap.artifacts.highest(),
+    };
+    let Some(newest) = newest else {
         return Err(Error::Input(format!("{rel} has no artifact to reject")));
     };
     let phase = Phase::ALL

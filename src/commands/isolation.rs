@@ -4,6 +4,7 @@
 use super::{Ctx, Error, out};
 use crate::cli::{CleanArgs, MergeArgs};
 use crate::git::{Merge, Repo};
+use crate::plan::gate::Gate;
 use crate::report::phase_config;
 use crate::run::clean::{Kept, clean_one, clean_plan, within};
 use crate::settings::Settings;
@@ -30,7 +31,8 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
         )));
     }
     let settings = Settings::load(&ctx.project)?;
-    let tree = TaskTree::load_task(&ctx.project, &rel, &phase_config(&settings));
+    let mut tree = TaskTree::load_task(&ctx.project, &rel, &phase_config(&settings));
+    tree.apply_gates(&crate::report::approval_gates(&settings));
     let Some(node) = tree.nodes.first() else {
         return Err(Error::Input(format!("no task folder {rel}")));
     };
@@ -46,6 +48,21 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
         return Err(Error::Refused(format!(
             "{rel} is not complete (state {}); its branch {} is not ready to merge",
             node.state(),
+            rec.branch
+        )));
+    }
+    if let Some(wait) = node.approval.as_ref().filter(|w| w.gate == Gate::Merge) {
+        let lapsed = wait
+            .lapsed
+            .as_deref()
+            .map(|why| format!(" (the approval lapsed: {why})"))
+            .unwrap_or_default();
+        let prefix = ctx.command_prefix();
+        return Err(Error::AwaitingApproval(format!(
+            "{rel} waits for approval before its branch {} is merged (`- **Approve before**: \
+             merge`){lapsed}; `{prefix} status` shows what it changes; approve it with \
+             `{prefix} approve {rel}`, or send it back with `{prefix} reject {rel} --reason \
+             '...'`",
             rec.branch
         )));
     }

@@ -8,6 +8,7 @@ mod detect_vram;
 mod dry_run;
 mod error;
 mod gates;
+mod gates_reject;
 mod graph;
 mod help;
 mod init;

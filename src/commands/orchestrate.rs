@@ -12,7 +12,7 @@ use crate::run::event::Event;
 use crate::run::progress::{self, Progress};
 use crate::run::{Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
 use crate::settings::{Key, Origin, Settings};
-use crate::state::{Phase, PhaseConfig, State};
+use crate::state::{PhaseConfig, State};
 use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
 use std::time::Duration;
@@ -704,7 +704,7 @@ pub fn unit_of(tree: &TaskTree, i: usize) -> Result<usize, String> {
 fn nothing_to_do(
     ctx: &Ctx,
     config: &PhaseConfig,
-    gates: &[Phase],
+    gates: &[crate::plan::gate::Gate],
     prefix: &str,
 ) -> super::Result<u8> {
     let mut tree = TaskTree::load(&ctx.project, config);
@@ -751,7 +751,7 @@ fn manual(
     ctx: &Ctx,
     args: &OrchestrateArgs,
     config: &PhaseConfig,
-    gates: &[Phase],
+    gates: &[crate::plan::gate::Gate],
     prefix: &str,
 ) -> super::Result<u8> {
     // Creating tasks writes into the project: not while an autopilot drives it.

@@ -3,6 +3,7 @@
 //! it left, whether the task goes on ([`judge_phase`]). No I/O, no clock reads, no processes:
 //! the driver gathers the facts, asks, and executes the answer.
 
+use super::gate::Gate;
 use super::rework::Rework;
 use crate::exit;
 use crate::state::{Cause, Phase, State};
@@ -182,8 +183,9 @@ pub struct Facts {
     /// Phases this task ran in this invocation, and the cap on them.
     pub iterations: u64,
     pub max_iterations: u64,
-    /// The phase next is gated (`Approve before`) and no approval covers the task's current
-    /// artifacts.
+    /// What comes next is gated (`Approve before`) and no approval covers the task's current
+    /// artifacts: the next phase; for a task whose plan is written and none of whose sub-tasks
+    /// is made yet, the task split; for a complete task with an unmerged branch, the merge.
     pub awaiting_approval: bool,
     /// An artifact was built on inputs that changed since (see `.state.inputs`).
     pub stale: bool,
@@ -228,8 +230,9 @@ pub enum Action {
     RunSubtasks,
     /// Stale artifacts: stop the task and say what to rerun.
     Stale,
-    /// This phase is gated and not approved: stop the task until a person approves.
-    AwaitApproval(Phase),
+    /// What comes next (a phase, the sub-tasks, the merge) is gated and not approved: stop
+    /// the task until a person approves.
+    AwaitApproval(Gate),
     /// The iteration cap is reached with this phase next: stop the task.
     IterationCap(Phase),
     /// Run this phase.
@@ -269,6 +272,8 @@ pub fn next_action(f: &Facts) -> Action {
         State::Complete if f.verify == Verify::Pending => Action::Verify,
         // A PASS whose verify was due when a run ended (`logs/verify-due`): verify it now.
         State::Next(Phase::Referee) if f.verify == Verify::Pending => Action::Verify,
+        // The task is done, but its branch waits for a person before `automaton merge`.
+        State::Complete if f.awaiting_approval => Action::AwaitApproval(Gate::Merge),
         State::Complete => Action::Complete,
         State::HumanIntervention
             if f.cause == Some(Cause::Verdict) && matches!(f.rework, Rework::Round(_)) =>
@@ -290,7 +295,10 @@ pub fn next_action(f: &Facts) -> Action {
             }
         }
         State::Next(phase) if (phase == Phase::Decomposition && f.has_plan) || f.unplanned => {
-            if f.step {
+            // The task split waits for a person before any sub-task is made.
+            if phase == Phase::Decomposition && f.has_plan && f.awaiting_approval {
+                Action::AwaitApproval(Gate::Subtasks)
+            } else if f.step {
                 Action::StepSubtask
             } else if phase == Phase::Decomposition && f.has_plan {
                 Action::RunSubtasks
@@ -300,7 +308,7 @@ pub fn next_action(f: &Facts) -> Action {
         }
         State::Next(_) if f.run_over_budget => Action::EndRun(StopKind::RunBudget),
         State::Next(phase) if f.task_over_budget => Action::OverBudget(phase),
-        State::Next(phase) if f.awaiting_approval => Action::AwaitApproval(phase),
+        State::Next(phase) if f.awaiting_approval => Action::AwaitApproval(Gate::Phase(phase)),
         State::Next(phase) if f.iterations >= f.max_iterations => Action::IterationCap(phase),
         State::Next(phase) => Action::RunPhase(phase),
     }
@@ -609,6 +617,8 @@ mod tests {
         } else if f.state == State::Complete {
             if f.verify == Verify::Pending {
                 Action::Verify
+            } else if f.awaiting_approval {
+                Action::AwaitApproval(Gate::Merge)
             } else {
                 Action::Complete
             }
@@ -640,6 +650,9 @@ mod tests {
             } else {
                 Action::Replan
             }
+        } else if f.state == State::Next(Phase::Decomposition) && f.has_plan && f.awaiting_approval
+        {
+            Action::AwaitApproval(Gate::Subtasks)
         } else if f.step
             && ((f.state == State::Next(Phase::Decomposition) && f.has_plan) || f.unplanned)
         {
@@ -653,7 +666,7 @@ mod tests {
         } else if f.task_over_budget {
             Action::OverBudget(f.state.next_phase().expect("non-terminal"))
         } else if f.awaiting_approval {
-            Action::AwaitApproval(f.state.next_phase().expect("non-terminal"))
+            Action::AwaitApproval(Gate::Phase(f.state.next_phase().expect("non-terminal")))
         } else if capped {
             Action::IterationCap(f.state.next_phase().expect("non-terminal"))
         } else {

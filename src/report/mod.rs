@@ -6,6 +6,7 @@ pub mod graph;
 pub mod waiting;
 
 use crate::git::Repo;
+use crate::plan::gate::Gate;
 use crate::settings::{Key, Settings};
 use crate::state::{Artifact, Counts, Phase, PhaseConfig, State};
 use crate::store::isolation::IsolationRecord;
@@ -29,9 +30,9 @@ pub fn phase_config(settings: &Settings) -> PhaseConfig {
     }
 }
 
-/// The phases `Approve before` gates, or an error naming where the setting came from.
-pub fn approval_gates(settings: &Settings) -> Vec<Phase> {
-    settings.phases(Key::ApproveBefore)
+/// The gates of `Approve before` (phases, `subtasks`, `merge`).
+pub fn approval_gates(settings: &Settings) -> Vec<crate::plan::gate::Gate> {
+    settings.gates(Key::ApproveBefore)
 }
 
 /// One task as the reports show it (and as `status --json` prints it).
@@ -127,6 +128,105 @@ pub struct TaskView {
     /// The questions the agent asked (QUESTIONS.md) that wait for `automaton answer`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<QuestionView>,
+    /// At the task-split gate (`Approve before: subtasks`): the plan a person approves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub split_plan: Option<SplitPlan>,
+    /// At the merge gate (`Approve before: merge`): what the branch changes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integration: Option<Integration>,
+}
+
+/// The plan of a decomposed task waiting at the task-split gate, wave by wave.
+#[derive(Debug, Clone, Serialize)]
+pub struct SplitPlan {
+    pub waves: Vec<SplitWave>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SplitWave {
+    pub wave: u32,
+    pub subtasks: Vec<SplitRow>,
+}
+
+/// One sub-task of the plan, as DECOMPOSITION.md lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SplitRow {
+    pub name: String,
+    pub scope: String,
+    /// Tokens; null when the row gives none.
+    pub estimated_peak_context: Option<u64>,
+    pub depends_on: Vec<String>,
+    pub files: Vec<String>,
+}
+
+/// What a complete task's branch changes against the branch it started from, at the merge
+/// gate.
+#[derive(Debug, Clone, Serialize)]
+pub struct Integration {
+    pub branch: String,
+    pub base_branch: Option<String>,
+    /// How many files change, and the lines inserted and deleted in all.
+    pub files: usize,
+    pub insertions: u64,
+    pub deletions: u64,
+    /// Each file: `{"path", "insertions", "deletions"}`.
+    pub changes: Vec<FileChange>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FileChange {
+    pub path: String,
+    pub insertions: u64,
+    pub deletions: u64,
+}
+
+/// The plan of a task at the task-split gate.
+fn split_plan(node: &crate::task::TaskNode) -> Option<SplitPlan> {
+    let Some(Ok(plan)) = &node.snap.plan else {
+        return None;
+    };
+    Some(SplitPlan {
+        waves: plan
+            .by_wave()
+            .into_iter()
+            .map(|(wave, rows)| SplitWave {
+                wave,
+                subtasks: rows
+                    .iter()
+                    .map(|r| SplitRow {
+                        name: r.name.clone(),
+                        scope: r.scope.clone(),
+                        estimated_peak_context: r.estimate,
+                        depends_on: r.depends_on.clone(),
+                        files: r.files.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}
+
+/// What a task's branch changes against its base, for the merge gate (none when git cannot
+/// tell).
+fn integration(node: &crate::task::TaskNode, rec: &IsolationRecord) -> Option<Integration> {
+    let base = rec.base_branch.clone()?;
+    let diff = Repo::at(&node.dir).diff_summary(&base, &rec.branch).ok()?;
+    Some(Integration {
+        branch: rec.branch.clone(),
+        files: diff.files.len(),
+        insertions: diff.insertions(),
+        deletions: diff.deletions(),
+        changes: diff
+            .files
+            .iter()
+            .map(|(path, insertions, deletions)| FileChange {
+                path: path.clone(),
+                insertions: *insertions,
+                deletions: *deletions,
+            })
+            .collect(),
+        base_branch: Some(base),
+    })
 }
 
 /// One question an agent asked, as `status` shows it.
@@ -177,6 +277,8 @@ pub const TASK_KEYS: &[(&str, bool)] = &[
     ("budget", false),
     ("rework_round", false),
     ("questions", false),
+    ("split_plan", false),
+    ("integration", false),
 ];
 
 impl TaskView {
@@ -427,6 +529,12 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
     let (merged, ahead) = isolated
         .as_ref()
         .map_or((None, None), |r| branch_facts(tree, i, r));
+    let at_gate = |g: Gate| facts.awaiting == Some(g);
+    let split_plan = at_gate(Gate::Subtasks).then(|| split_plan(node)).flatten();
+    let integration = isolated
+        .as_ref()
+        .filter(|_| at_gate(Gate::Merge))
+        .and_then(|r| integration(node, r));
     TaskView {
         path: node.rel.clone(),
         name: node.name().to_string(),
@@ -459,10 +567,12 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
             .as_ref()
             .filter(|_| node.parent.is_none())
             .and_then(|r| r.base_branch.clone()),
+        // `merge` refuses a branch that waits at the merge gate: approve comes first.
         merge_command: (state == State::Complete
             && node.parent.is_none()
             && isolated.is_some()
-            && merged == Some(false))
+            && merged == Some(false)
+            && !at_gate(Gate::Merge))
         .then(|| format!("{prefix} merge {}", node.rel)),
         branch: isolated.as_ref().map(|r| r.branch.clone()),
         worktree: isolated.map(|r| r.worktree),
@@ -488,6 +598,8 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         } else {
             Vec::new()
         },
+        split_plan,
+        integration,
     }
 }
 
@@ -532,6 +644,10 @@ fn next_of(
                 node.rel,
                 from.word()
             )),
+        ),
+        State::Complete if f.awaiting.is_some() => (
+            "approve".to_string(),
+            Some(format!("{prefix} approve {}", node.rel)),
         ),
         State::Complete => ("none".to_string(), None),
         // Its waves will not run it, and running it alone would skip the failed dependency.
@@ -653,6 +769,8 @@ fn next_step_title(v: &TaskView) -> String {
         "none" => "None (complete)".into(),
         "human" => "Human decision".into(),
         "approve" => match v.awaiting_approval {
+            Some("subtasks") => "Approval of the task split (waiting for a person)".into(),
+            Some("merge") => "Approval of the merge (waiting for a person)".into(),
             Some(gate) => format!("Approval of {gate} (waiting for a person)"),
             None => "Approval of the changed frozen acceptance files (waiting for a person)".into(),
         },
@@ -777,6 +895,12 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     if let Some(why) = &v.approval_lapsed {
         let _ = writeln!(out, "- **Approval lapsed**: {why}");
     }
+    if let Some(plan) = &v.split_plan {
+        render_split_plan(plan, out);
+    }
+    if let Some(i) = &v.integration {
+        render_integration(i, out);
+    }
     if let Some(why) = &v.stale_reason {
         let _ = writeln!(out, "- **Stale**: {why}");
     }
@@ -816,6 +940,66 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     }
     if let Some(r) = &v.reason {
         let _ = writeln!(out, "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {r}");
+    }
+}
+
+/// `- **Task split**`: the plan at the task-split gate, wave by wave, each sub-task with its
+/// estimated peak context and scope.
+fn render_split_plan(plan: &SplitPlan, out: &mut String) {
+    let n: usize = plan.waves.iter().map(|w| w.subtasks.len()).sum();
+    let _ = writeln!(
+        out,
+        "- **Task split** ({n} sub-task{} in {} wave{}; none is made before it is approved):",
+        if n == 1 { "" } else { "s" },
+        plan.waves.len(),
+        if plan.waves.len() == 1 { "" } else { "s" }
+    );
+    for w in &plan.waves {
+        let _ = writeln!(out, "  - Wave {}:", w.wave);
+        for r in &w.subtasks {
+            let peak = r
+                .estimated_peak_context
+                .map_or("no estimate".to_string(), |t| {
+                    format!("{} tokens peak", thousands(t))
+                });
+            let deps = if r.depends_on.is_empty() {
+                String::new()
+            } else {
+                format!(", after {}", r.depends_on.join(", "))
+            };
+            let scope = if r.scope.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", r.scope)
+            };
+            let _ = writeln!(out, "    - {} ({peak}{deps}){scope}", r.name);
+        }
+    }
+}
+
+/// `- **Integration**`: what the branch at the merge gate changes.
+fn render_integration(i: &Integration, out: &mut String) {
+    let plural = |n: u64, one: &str, many: &str| {
+        format!("{} {}", thousands(n), if n == 1 { one } else { many })
+    };
+    let _ = writeln!(
+        out,
+        "- **Integration**: {} into {}: {}, {}, {}",
+        i.branch,
+        i.base_branch.as_deref().unwrap_or("?"),
+        plural(i.files as u64, "file changed", "files changed"),
+        plural(i.insertions, "insertion", "insertions"),
+        plural(i.deletions, "deletion", "deletions"),
+    );
+    const SHOWN: usize = 20;
+    for c in i.changes.iter().take(SHOWN) {
+        let _ = writeln!(out, "  - {} (+{} -{})", c.path, c.insertions, c.deletions);
+    }
+    if i.changes.len() > SHOWN {
+        let _ = writeln!(out, "  - … and {} more", i.changes.len() - SHOWN);
+    }
+    if let Some(base) = &i.base_branch {
+        let _ = writeln!(out, "  - the whole diff: `git diff {base}...{}`", i.branch);
     }
 }
 

@@ -163,7 +163,7 @@ pub const TASK_BUDGET_REASON: &str = "budget per task exceeded";
 /// What was read of task `i` that decides what it waits for (and its command).
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
-    pub awaiting: Option<Phase>,
+    pub awaiting: Option<crate::plan::gate::Gate>,
     pub frozen_changed: Option<String>,
     pub rerun_from: Option<Phase>,
     pub stale_reason: Option<String>,
@@ -208,6 +208,8 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
         return Wait::person(PersonDecision::RerunStale, f.stale_reason.clone());
     }
     match state {
+        // Complete, but its branch waits at the merge gate (below).
+        State::Complete if f.awaiting.is_some() => {}
         State::Complete => return Wait::nothing(),
         _ if let Some(by) = &f.blocked_by => {
             return Wait::on(
@@ -247,7 +249,7 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
             .unwrap_or_default();
         return Wait::person(
             PersonDecision::ApproveGate,
-            Some(format!("approval before {}{lapsed}", gate.word())),
+            Some(format!("approval before {}{lapsed}", gate.before())),
         );
     }
     if let Some(what) = &f.frozen_changed {

@@ -12,7 +12,7 @@ use super::Limits;
 use crate::plan::decide::Budget;
 use crate::plan::waves::Barrier;
 use crate::settings::{Key, Settings};
-use crate::state::{Phase, PhaseConfig};
+use crate::state::PhaseConfig;
 use std::time::Duration;
 
 /// `- **Executor**`: where each phase's agent runs.
@@ -107,8 +107,8 @@ pub struct RunConfig {
     pub verify_command: Option<String>,
     /// `- **Setup command**`: run once in each new worktree.
     pub setup_command: Option<String>,
-    /// `- **Approve before**`: the phases that wait for `automaton approve`.
-    pub approve_before: Vec<Phase>,
+    /// `- **Approve before**`: the gates that wait for `automaton approve`.
+    pub approve_before: Vec<crate::plan::gate::Gate>,
     pub wave_barrier: Barrier,
     pub executor: ExecutorKind,
     /// `- **Slurm options**` and `- **Slurm GRES**` (the slurm executor only).
@@ -225,7 +225,13 @@ mod tests {
         assert_eq!(c.vram.kv_bytes_per_token, 131_072);
         assert_eq!(c.setup_command.as_deref(), Some("npm ci"));
         assert_eq!(c.verify_command.as_deref(), Some("cargo test"));
-        assert_eq!(c.approve_before, vec![Phase::Design, Phase::Implement]);
+        assert_eq!(
+            c.approve_before,
+            vec![
+                crate::plan::gate::Gate::Phase(crate::state::Phase::Design),
+                crate::plan::gate::Gate::Phase(crate::state::Phase::Implement)
+            ]
+        );
         assert_eq!(c.executor, ExecutorKind::Slurm);
         assert_eq!(c.isolation, IsolationChoice::None);
         assert_eq!(c.notify.command.as_deref(), Some("./n.sh"));

@@ -13,6 +13,7 @@ use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::SubtaskRow;
 use crate::fsx::write_atomic;
 use crate::plan::decide::{Action, Facts, Verify, next_action};
+use crate::plan::gate::Gate;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, waits_for};
@@ -64,6 +65,10 @@ pub(super) fn load(run: &Run<'_>, rel: &str) -> TaskTree {
 pub(super) fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
     tree.apply_gates(&run.cfg.approve_before);
     tree
+}
+
+fn has_plan(node: &TaskNode) -> bool {
+    matches!(node.snap.plan, Some(Ok(_)))
 }
 
 /// The hash the verify command last passed for, if any.
@@ -220,6 +225,17 @@ impl Drive<'_, '_> {
             write_state(dir, state)?;
         }
         match action {
+            // A complete decomposed task's merge-backs are walked once before it waits at the
+            // merge gate, as before it counts as complete.
+            Action::AwaitApproval(Gate::Merge)
+                if self.ws.is_some() && has_plan(node) && !self.merged_all =>
+            {
+                self.merged_all = true;
+                let Some(Ok(plan)) = &node.snap.plan else {
+                    unreachable!("has_plan")
+                };
+                run_waves(run, rel, plan, self.ws)
+            }
             Action::EndRun(StopKind::TotalTimeCap | StopKind::RunBudget)
             | Action::OverBudget(_)
             | Action::Frozen
@@ -486,7 +502,7 @@ pub(super) fn stop_reason(
                 ),
             )
         }
-        Action::AwaitApproval(phase) => {
+        Action::AwaitApproval(gate) => {
             let lapsed = node
                 .approval
                 .as_ref()
@@ -498,7 +514,7 @@ pub(super) fn stop_reason(
                 format!(
                     "{rel} waits for approval before {}{lapsed}; run `automaton approve {rel}` \
                      (or `automaton reject {rel} --reason ...`)",
-                    phase.word()
+                    gate.before()
                 ),
             )
         }

@@ -42,9 +42,12 @@ pub(super) fn for_verdict(run: &Run<'_>, dir: &Path) -> Rework {
     )
 }
 
+/// The findings of the rounds a failure started (a person's rounds from the merge gate are
+/// not the agents' to spend, nor a failure to compare with).
 fn findings_so_far(dir: &Path) -> Vec<String> {
     rounds::rounds(dir)
         .into_iter()
+        .filter(|r| !r.by_person())
         .map(|r| r.findings)
         .collect()
 }
@@ -174,14 +177,19 @@ pub(super) fn prompt_section(
     let round = rounds::rounds(dir).pop()?;
     let findings_file = round.dir.join(FINDINGS_FILE);
     if phase == Phase::Implement {
+        // A person's round is not one of the `Rework` rounds: no "of N" for it.
+        let of = if round.by_person() {
+            String::new()
+        } else {
+            format!(" of {}", run.cfg.rework)
+        };
         return Some(format!(
-            "## Rework round {n} of {max}: fix the findings\n\n\
+            "## Rework round {n}{of}: fix the findings\n\n\
              The previous attempt did not pass ({cause}). What it wrote from implement on is \
              kept in `{kept}` (IMPLEMENTATION.md says what was built, the bug reports what was \
              found). Fix what these findings name (they are also in `{file}`), then write a new \
              IMPLEMENTATION.md:\n\n{findings}\n",
             n = round.number,
-            max = run.cfg.rework,
             cause = round.cause,
             kept = round.dir.display(),
             file = findings_file.display(),

@@ -283,7 +283,7 @@ registry! {
         "",
         Kind::Phases,
         None,
-        "phases that wait for `automaton approve` before they run, e.g. decomposition, design, implement";
+        "phases that wait for `automaton approve` before they run, and subtasks (the task split) or merge (before `automaton merge`), e.g. design, subtasks, merge";
     NotifyCommand => "agent.notify",
         AgentMd,
         "Agent",
@@ -892,9 +892,9 @@ impl Settings {
     }
 
     /// A text setting; `None` when empty.
-    /// A phase-list setting (checked when the settings were read).
-    pub fn phases(&self, key: Key) -> Vec<crate::state::Phase> {
-        crate::state::Phase::parse_list(self.text(key).unwrap_or("")).unwrap_or_default()
+    /// A gate-list setting (`Approve before`; checked when the settings were read).
+    pub fn gates(&self, key: Key) -> Vec<crate::plan::gate::Gate> {
+        crate::plan::gate::Gate::parse_list(self.text(key).unwrap_or("")).unwrap_or_default()
     }
 
     /// A `host[:port]` list (checked when the settings were read); empty when unset.
@@ -987,7 +987,17 @@ fn parse_value(kind: Kind, raw: &str) -> Result<Value, String> {
             })
         }
         Kind::Phases => {
-            crate::state::Phase::parse_list(raw)?;
+            crate::plan::gate::Gate::parse_list(raw).map_err(|why| {
+                // Name the gate meant, for a word a typo away from one.
+                let hint = raw
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|w| crate::plan::gate::Gate::parse(w).is_none())
+                    .find_map(|w| diagnose::nearest(w, crate::plan::gate::Gate::WORDS))
+                    .map(|n| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                format!("{why}{hint}")
+            })?;
             Value::Text(raw.trim().to_string())
         }
         Kind::Hosts => {
@@ -1124,7 +1134,7 @@ mod tests {
                 Kind::Ratio => drop(s.ratio(*key)),
                 Kind::Tokens => drop(s.tokens(*key)),
                 Kind::Text | Kind::Choice(_) => drop(s.text(*key)),
-                Kind::Phases => drop(s.phases(*key)),
+                Kind::Phases => drop(s.gates(*key)),
                 Kind::Hosts => drop(s.hosts(*key)),
             }
             assert!(!s.is_set(*key));

@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 
 pub const REWORK_DIR: &str = "logs/rework";
 pub const FINDINGS_FILE: &str = "FINDINGS.md";
+/// The word the cause of a round a person sent back from the merge gate starts with.
+pub const REJECTED_AT_MERGE: &str = "rejected_at_merge";
 const PENDING: &str = ".next";
 const BASE_PREFIX: &str = "- **Base**: ";
 const CAUSE_PREFIX: &str = "- **Cause**: ";
@@ -40,6 +42,14 @@ pub struct Round {
     /// With isolation: the commit the round started from.
     pub base: Option<String>,
     pub dir: PathBuf,
+}
+
+impl Round {
+    /// Whether a person asked for this round (`automaton reject` at the merge gate), rather
+    /// than a failed review or check: it does not count against `- **Rework**`.
+    pub fn by_person(&self) -> bool {
+        self.cause.starts_with(REJECTED_AT_MERGE)
+    }
 }
 
 /// The rounds of the task in `task_dir`, oldest first (a missing folder: none).

@@ -4,6 +4,7 @@
 //! (`decide::next_action`); this only gathers the facts.
 
 use super::snapshot::Snapshot;
+use crate::plan::gate::Gate;
 use crate::state::{Artifact, Phase};
 use crate::store::approvals::{self, Record, RecordKind, sha256_file};
 use crate::store::inputs;
@@ -13,8 +14,8 @@ use std::path::Path;
 /// A task that waits for a person before its next phase.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApprovalWait {
-    /// The gated phase that runs next.
-    pub gate: Phase,
+    /// The gate: the phase that runs next, the task split, or the merge.
+    pub gate: Gate,
     /// The artifacts an approval would cover (file names).
     pub covers: Vec<&'static str>,
     /// Why an earlier approval of this gate no longer holds.
@@ -38,17 +39,22 @@ pub struct Rejection {
     pub when: String,
 }
 
-/// Parse the `Approve before` setting (see [`Phase::parse_list`]).
-pub fn parse_gates(text: &str) -> Result<Vec<Phase>, String> {
-    Phase::parse_list(text)
+/// Parse the `Approve before` setting (see [`Gate::parse_list`]).
+pub fn parse_gates(text: &str) -> Result<Vec<Gate>, String> {
+    Gate::parse_list(text)
 }
 
-/// The artifacts an approval of `gate` covers: those present that its phase reads (every
-/// artifact before its own).
-pub fn covered(snap: &Snapshot, gate: Phase) -> Vec<Artifact> {
+/// The artifacts an approval of `gate` covers: for a phase, those present that it reads
+/// (every artifact before its own); for the task split, SPEC.md and DECOMPOSITION.md; for
+/// the merge, every artifact of the complete task.
+pub fn covered(snap: &Snapshot, gate: Gate) -> Vec<Artifact> {
     snap.artifacts
         .iter()
-        .filter(|a| *a < gate.artifact())
+        .filter(|a| match gate {
+            Gate::Phase(p) => *a < p.artifact(),
+            Gate::Subtasks => *a <= Artifact::Decomposition,
+            Gate::Merge => true,
+        })
         .collect()
 }
 
@@ -87,7 +93,7 @@ pub fn approval_wait(
     dir: &Path,
     rel: &str,
     snap: &Snapshot,
-    gate: Phase,
+    gate: Gate,
     warnings: &mut Vec<String>,
 ) -> Option<ApprovalWait> {
     let covers = covered(snap, gate);
@@ -265,10 +271,10 @@ mod tests {
         assert_eq!(
             parse_gates("decomposition, Design,  test design, implement"),
             Ok(vec![
-                Phase::Decomposition,
-                Phase::Design,
-                Phase::TestDesign,
-                Phase::Implement
+                Gate::Phase(Phase::Decomposition),
+                Gate::Phase(Phase::Design),
+                Gate::Phase(Phase::TestDesign),
+                Gate::Phase(Phase::Implement)
             ])
         );
         assert_eq!(parse_gates(""), Ok(vec![]));

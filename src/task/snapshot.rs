@@ -22,6 +22,10 @@ pub const SUBTASKS_DIR: &str = "subtasks";
 /// Marks (in the task folder) that the plan was sent back for its over-budget rows once; what
 /// the decomposition phase was told.
 pub const SENT_BACK_FILE: &str = "logs/plan-sent-back.md";
+/// The first plan a person rejected (`automaton reject`, at the task-split gate or after):
+/// like a plan sent back, the task stays a planned one while the decomposition phase writes
+/// the next.
+pub const REJECTED_PLAN_FILE: &str = "logs/rejected/DECOMPOSITION-1.md";
 /// Written when a PASS verdict is accepted under a verify command, removed once the verify
 /// command passed for it: while it is there the task is not complete.
 pub const VERIFY_DUE_FILE: &str = "logs/verify-due";
@@ -45,7 +49,7 @@ pub struct Snapshot {
     /// Whether a `subtasks/` folder exists.
     pub has_subtasks_dir: bool,
     /// `logs/plan-sent-back.md` is there ([`SENT_BACK_FILE`]): the plan went back to the
-    /// decomposition phase once. Looked for only where it can matter: a top folder's logs, no
+    /// decomposition phase once (or a person rejected a plan, [`REJECTED_PLAN_FILE`]). Looked for only where it can matter: a top folder's logs, no
     /// DECOMPOSITION.md, nothing past SPEC.md.
     pub sent_back: bool,
     /// `logs/verify-due` is there ([`VERIFY_DUE_FILE`]) beside a VERDICT.md: a PASS waits for
@@ -275,7 +279,7 @@ pub fn read_snapshot_in(
         && !verified_for_this_verdict(dir);
     snap.sent_back = snap.has_logs
         && snap.artifacts.highest() <= Some(Artifact::Spec)
-        && dir.join(SENT_BACK_FILE).exists();
+        && (dir.join(SENT_BACK_FILE).exists() || dir.join(REJECTED_PLAN_FILE).exists());
     if control.contains(&STATE_FILE) {
         // One word is expected; a huge file is not read whole.
         match cache.bytes(STATE_ID, &dir.join(STATE_FILE), 256) {

@@ -6,6 +6,7 @@
 use super::gates::{ApprovalWait, StaleArtifact, approval_wait, stale_artifacts};
 use super::index::{self, Index, Records, Tally, TaskCache};
 use super::snapshot::{SUBTASKS_DIR, Snapshot, open_child, open_dir, read_snapshot_in};
+use crate::plan::gate::Gate;
 use crate::state::{
     ChildFacts, Decision, Facts, Phase, PhaseConfig, PlannedSubtask, State, Verdict, decide,
 };
@@ -257,26 +258,51 @@ impl TaskTree {
         (self.nodes.get(i)?.rel == rel).then_some(i)
     }
 
-    /// Read the approvals of every task whose next phase is one of `gates` (`Approve
-    /// before`): [`TaskNode::approval`] is set where it waits. A parent whose plan is already
-    /// written is past its decomposition gate.
-    pub fn apply_gates(&mut self, gates: &[Phase]) {
+    /// Read the approvals of every task that stands before one of `gates` (`Approve
+    /// before`): its next phase; the task split of a decomposed task none of whose sub-task
+    /// folders is made yet; the merge of a complete top-level task whose branch is not merged.
+    /// [`TaskNode::approval`] is set where it waits. A parent whose plan is already written is
+    /// past its decomposition gate.
+    pub fn apply_gates(&mut self, gates: &[Gate]) {
         if gates.is_empty() {
             return;
         }
         for node in &mut self.nodes {
-            let Some(phase) = node.state().next_phase() else {
+            let Some(gate) = gate_before(node) else {
                 continue;
             };
-            if !gates.contains(&phase)
-                || (phase == Phase::Decomposition && node.snap.plan.is_some())
-            {
+            if !gates.contains(&gate) {
                 continue;
             }
             node.approval =
-                approval_wait(&node.dir, &node.rel, &node.snap, phase, &mut self.warnings)
+                approval_wait(&node.dir, &node.rel, &node.snap, gate, &mut self.warnings)
                     .map(Box::new);
         }
+    }
+}
+
+/// The gate a task stands before now, if any could stand there.
+fn gate_before(node: &TaskNode) -> Option<Gate> {
+    match node.state() {
+        State::Next(Phase::Decomposition) => match &node.snap.plan {
+            None => Some(Gate::Phase(Phase::Decomposition)),
+            // Once a sub-task folder is made, the split was let through.
+            Some(Ok(plan)) if node.decision.missing.len() == plan.rows.len() => {
+                Some(Gate::Subtasks)
+            }
+            Some(_) => None,
+        },
+        State::Next(phase) => Some(Gate::Phase(phase)),
+        State::Complete if node.parent.is_none() && node.snap.has_isolation => {
+            let rec = crate::store::isolation::read(&node.dir)?;
+            let merged = rec.base_branch.as_deref().is_some_and(|base| {
+                crate::git::Repo::at(&node.dir)
+                    .is_ancestor(&rec.branch, base)
+                    .unwrap_or(false)
+            });
+            (!merged).then_some(Gate::Merge)
+        }
+        _ => None,
     }
 }
 

@@ -268,7 +268,7 @@ pub struct Model {
     settings_total: Duration,
     /// What `status` applies to a tree: the gates of `Approve before`, `Budget per task`, the
     /// wave rules; so that a row says what `status` says.
-    gates: Vec<crate::state::Phase>,
+    gates: Vec<crate::plan::gate::Gate>,
     budget: Option<crate::plan::decide::Budget>,
     waves: crate::task::readiness::WaveRules,
     /// Keyed by (root index, name): the walk's order.

@@ -14,7 +14,8 @@
 #   record both pids, sleep), stall (print a line, then sleep silently), slow (sleep
 #   AGENT_SLEEP seconds, then ok), gate (record its pid in child.pid, print a line, wait until
 #   the file $AUTOMATON_TASK_DIR/gate exists, print another, then ok), decompose (research also writes DECOMPOSITION.md from
-#   AGENT_DECOMPOSITION, or AGENT_DECOMPOSITION_DEEP in a sub-task when set).
+#   AGENT_DECOMPOSITION, or AGENT_DECOMPOSITION_DEEP in a sub-task when set; the decomposition
+#   phase writes AGENT_DECOMPOSITION_AGAIN, else AGENT_DECOMPOSITION, as its artifact).
 # Every run appends "<task> <phase> <start> <end>" to $AGENT_LOG (times in ns).
 # AGENT_IMPLEMENT: shell code run (in the agent's working directory) at the implement phase,
 # e.g. to edit code files in a worktree. AGENT_EVERY_PHASE: the same at every phase.
@@ -115,6 +116,13 @@ Verdict: FAIL"; record; exit 0 ;;
     exit 0 ;;
   stall) record; echo "thinking..."; sleep 1000; exit 0 ;;
   decompose)
+    # The decomposition phase (a plan sent back) writes AGENT_DECOMPOSITION_AGAIN as its plan.
+    if [ "$phase" = decomposition ]; then
+      write "${AGENT_DECOMPOSITION_AGAIN:-${AGENT_DECOMPOSITION:-}}"
+      record
+      echo CONTRACT_MET
+      exit 0
+    fi
     if [ "$phase" = research ]; then
       plan=${AGENT_DECOMPOSITION:-}
       # Sub-tasks use AGENT_DECOMPOSITION_DEEP when it is set.

@@ -63,6 +63,7 @@ mod reliability;
 mod reports;
 mod rework;
 mod sandbox;
+mod split_merge_gates;
 mod state_table;
 mod status;
 mod supervisor;
