@@ -20,9 +20,16 @@ Examples:
 Without --project/-C, the project is the nearest folder at or above the working directory that
 holds .automaton/ or tasks/.
 
-Exit codes: 0 ok, 1 error, 2 usage, 10-30 a person is needed or the command refused (30: `clean` kept some), 66 no
-project, 70 internal error, 75 project locked, 130 interrupted; `automaton help exit-codes`
-says what each means. More pages: `automaton help settings`, `help events`, `help files`.";
+Exit codes (`automaton help exit-codes` says what each means):
+  0 ok, 1 error, 2 usage,
+  10 verdict FAIL or NEEDS_REVIEW, 11 bad artifact, 12 agent failed, 13 phase timeout,
+  14 agent stalled, 15 iteration cap, 16 total time cap, 17 verify failed, 18 sub-tasks failed,
+  19 a person must decide, 20 awaiting approval, 21 stale artifacts, 22 isolation failed,
+  23 merge or clean refused, 24 agent not found, 25 steps remain (manual mode, --step),
+  26 frozen files changed, 27 task budget spent, 28 run budget spent, 29 sub-task not ready,
+  30 clean kept some, 31 context window too small, 32 the agent asked questions,
+  66 no project, 70 internal error, 75 project locked, 130 interrupted.
+More pages: `automaton help settings`, `help events`, `help files`.";
 
 /// The end of `orchestrate --help` and `continue --help`.
 const RUN_AFTER_HELP: &str = "\
@@ -249,8 +256,9 @@ pub struct WatchArgs {
     /// Draw one frame as text on stdout and exit (for scripts and tests)
     #[arg(long)]
     pub once: bool,
-    /// The size of the `--once` frame, COLSxROWS [default: the terminal's, else $COLUMNS x
-    /// $LINES, else 120x40]
+    /// The size of the `--once` frame, COLSxROWS, each from 20 to 1000 (at least 20 columns
+    /// and 20 rows, the least the table and the log fit in) [default: the terminal's, else
+    /// $COLUMNS x $LINES, else 120x40]
     #[arg(long, value_name = "COLSxROWS", value_parser = parse_size, requires = "once")]
     pub size: Option<(u16, u16)>,
 }
@@ -259,18 +267,22 @@ fn parse_size(s: &str) -> Result<(u16, u16), String> {
     let (w, h) = s
         .split_once('x')
         .ok_or_else(|| format!("`{s}`: expected COLSxROWS, e.g. 120x40"))?;
-    let n = |v: &str| {
+    let n = |v: &str, what: &str| {
         v.parse::<u16>()
             .ok()
             .filter(|n| (20..=1000).contains(n))
-            .ok_or_else(|| format!("`{v}`: a size from 20 to 1000"))
+            .ok_or_else(|| {
+                format!("`{s}`: {what} must be a number from 20 to 1000 (not `{v}`), e.g. 120x40")
+            })
     };
-    Ok((n(w)?, n(h)?))
+    Ok((n(w, "the columns")?, n(h, "the rows")?))
 }
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Print one JSON document (schema in the README) instead of the report; errors as JSON too
+    /// Print one JSON document instead of the report (`version`, `project`, `tasks`: each
+    /// task's state, what it waits for and its command, as the report shows them; `warnings`);
+    /// errors as JSON too
     #[arg(long)]
     pub json: bool,
 }

@@ -20,6 +20,8 @@ pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> super::Result<u8> {
     }
     let text = if args.human || args.format == VramFormat::Text {
         let mut text = render_human(&report);
+        text.push('\n');
+        text.push_str(&crate::detect::render_budgets_explained(&report));
         // The figures `--jobs auto` and the Slurm GRES requests use.
         if let Some(gate) =
             crate::run::vram::Admission::from_settings(&settings, report.gpu_vram_gb)

@@ -430,7 +430,17 @@ fn finish(
     print_task(false)?;
     summary_out()?;
     stop_event();
-    let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}");
+    // The task's view says its own stop whole where it can (a verdict: the task, its
+    // VERDICT.md and the way out); any other stop is said as the run put it.
+    let said = tree
+        .find(rel)
+        .map(|i| report::task_view_mode(tree, i, prefix, step))
+        .filter(|v| v.reason.as_deref() == Some(reason.as_str()))
+        .and_then(|v| v.stop_line);
+    let line = format!(
+        "⚠️ **HUMAN INTERVENTION REQUIRED**: {}",
+        said.as_deref().unwrap_or(&reason)
+    );
     if human_out {
         out::println(&line).or_else(out::closed_is_ok)?;
     } else {
@@ -470,7 +480,6 @@ fn check_agent_program(
         Key::AgentKind
     };
     let setting = settings.get(key);
-    let shown = crate::settings::value::redact(&setting.raw);
     let hint = if key == Key::AgentKind {
         format!(
             "install the `{program}` CLI, or set `- **Agent command**` to the command that runs it"
@@ -505,11 +514,10 @@ fn check_agent_program(
         )
     };
     Err(Error::AgentNotFound(format!(
-        "{what}: `- **{}**: {shown}` ({}) runs \
+        "{what}: {} runs \
              `{line}`; {hint} (`automaton config` shows every setting and where it came from). \
              Nothing ran and no task changed state.",
-        setting.spec.key,
-        setting.origin,
+        setting.described(),
         line = crate::settings::value::redact(agent_command),
     )))
 }
@@ -525,13 +533,11 @@ fn missing_script(
     let setting = settings.get(Key::AgentCommand);
     Error::AgentNotFound(format!(
         "the agent script `{script}` (run by `{interpreter}`) does not exist in {}, the folder \
-         the agent runs in: `- **{}**: {}` ({}) runs `{}`; create it or correct the path \
+         the agent runs in: {} runs `{}`; create it or correct the path \
          (`automaton config` shows every setting and where it came from). Nothing ran and no \
          task changed state.",
         project.display(),
-        setting.spec.key,
-        crate::settings::value::redact(&setting.raw),
-        setting.origin,
+        setting.described(),
         crate::settings::value::redact(agent_command),
     ))
 }
@@ -848,7 +854,12 @@ fn manual(
             "\nCreated {rel}. Autopilot is disabled, so nothing ran: run its phases one at a time with\n  {prefix} orchestrate --task {rel} --step\n(or set `- **Autopilot**: Enabled` in .automaton/.agent.md)"
         ))?;
     }
-    out::println(format_args!("\n{}\nORCHESTRATION_COMPLETE", summary.line()))?;
+    out::println(format_args!("\n{}", summary.line()))?;
+    // Only a run whose tasks are all complete says so: a task waiting for a person or with
+    // steps to run is not an orchestration that completed.
+    if code == exit::OK {
+        out::println("ORCHESTRATION_COMPLETE")?;
+    }
     Ok(code)
 }
 

@@ -574,6 +574,44 @@ pub fn render_human(report: &VramReport) -> String {
     )
 }
 
+/// What `detect-vram --human` adds below the block: what its three budgets are and how
+/// they follow from one another.
+pub fn render_budgets_explained(report: &VramReport) -> String {
+    format!(
+        "How the budgets relate:\n\
+         - The model context window is the most the model takes in one request; the framework's \
+         own prompt (~{overhead} tokens) comes out of it.\n\
+         - Recommended is what each sub-task is planned for: at most the window less that \
+         overhead, less where the GPU's memory (a local model) or a share of a hosted model's \
+         window limits it.\n\
+         - Max peak is the most one sub-task may need at its peak (a DECOMPOSITION.md row whose \
+         `Estimated peak context` is above it is sent back to be split); {peak_rule}.\n",
+        overhead = fmt_k(report.framework_overhead_tokens),
+        peak_rule = peak_rule(report),
+    )
+}
+
+/// How the max peak of `report` follows from the other budgets, by where it came from.
+fn peak_rule(report: &VramReport) -> String {
+    match report.max_peak_source.as_str() {
+        "detection script" => {
+            "here the detection script's own figure, used as given (it may be above the \
+             recommended budget)"
+                .to_string()
+        }
+        "config.md" => "here set in config.md (`Max peak context per sub-task`), at most the \
+             recommended budget"
+            .to_string(),
+        _ => format!(
+            "here the recommended budget less the {} headroom kept free ({} x {} = {})",
+            fmt_pct(report.headroom),
+            fmt_k(report.recommended_kb),
+            fmt_pct(1.0 - report.headroom),
+            report.max_peak_context_kb
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,8 +42,12 @@ pub struct TaskView {
     pub name: String,
     pub parent: Option<String>,
     pub state: &'static str,
-    /// The last phase done, as the seed's `Status` line says it.
+    /// The last phase done (`Research`), `New`, `Complete` or `Human Intervention`; the
+    /// text report's `Status` line says it with what runs next ([`status_text`]).
     pub status: String,
+    /// The text report's `Status` line: `Research done; next: design`.
+    #[serde(skip)]
+    pub status_text: String,
     /// A phase word, `subtasks` (waiting on them), `blocked` (a sub-task whose dependency did
     /// not pass: nothing to run until a human fixes that), `human` or `none`.
     pub next_step: String,
@@ -90,6 +94,10 @@ pub struct TaskView {
     /// Whether the branch is merged: a sub-task's into its parent's integration branch, a
     /// top-level task's into the branch it started from (null without a branch).
     pub merged: Option<bool>,
+    /// Commits on the branch since it was made (absent without a branch): 0 means nothing
+    /// to merge, although git counts such a branch as merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_commits: Option<u64>,
     /// Top level: commits the integration branch has that its base branch has not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ahead: Option<u64>,
@@ -128,6 +136,10 @@ pub struct TaskView {
     /// The questions the agent asked (QUESTIONS.md) that wait for `automaton answer`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<QuestionView>,
+    /// A task stopped on its own verdict: the stop said with the task, its VERDICT.md and
+    /// the way out, as `⚠️ HUMAN INTERVENTION REQUIRED` prints it (else the reason alone).
+    #[serde(skip)]
+    pub stop_line: Option<String>,
     /// At the task-split gate (`Approve before: subtasks`): the plan a person approves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub split_plan: Option<SplitPlan>,
@@ -264,6 +276,7 @@ pub const TASK_KEYS: &[(&str, bool)] = &[
     ("branch", true),
     ("worktree", true),
     ("merged", true),
+    ("own_commits", false),
     ("ahead", false),
     ("base_branch", false),
     ("merge_command", false),
@@ -348,16 +361,28 @@ fn budget_line(b: &BudgetView) -> String {
     line
 }
 
-/// What git says of an isolated task's branch: (merged, commits ahead of its base).
-fn branch_facts(tree: &TaskTree, i: usize, rec: &IsolationRecord) -> (Option<bool>, Option<u64>) {
+/// What git says of an isolated task's branch: whether it is merged, the commits it has
+/// that its base branch has not, and the commits it has since it was made.
+struct BranchFacts {
+    merged: Option<bool>,
+    ahead: Option<u64>,
+    own_commits: Option<u64>,
+}
+
+fn branch_facts(tree: &TaskTree, i: usize, rec: &IsolationRecord) -> BranchFacts {
     let node = &tree.nodes[i];
     let repo = Repo::at(&node.dir);
+    let own_commits = repo.ahead(&rec.base, &rec.branch).ok();
     let target = match node.parent {
         Some(p) => crate::store::isolation::read(&tree.nodes[p].dir).map(|r| r.branch),
         None => rec.base_branch.clone(),
     };
     let Some(target) = target else {
-        return (None, None);
+        return BranchFacts {
+            merged: None,
+            ahead: None,
+            own_commits,
+        };
     };
     let merged = repo.is_ancestor(&rec.branch, &target).ok();
     let ahead = node
@@ -365,7 +390,11 @@ fn branch_facts(tree: &TaskTree, i: usize, rec: &IsolationRecord) -> (Option<boo
         .is_none()
         .then(|| repo.ahead(&target, &rec.branch).ok())
         .flatten();
-    (merged, ahead)
+    BranchFacts {
+        merged,
+        ahead,
+        own_commits,
+    }
 }
 
 /// The `status --json` document.
@@ -526,9 +555,19 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         .has_isolation
         .then(|| crate::store::isolation::read(&node.dir))
         .flatten();
-    let (merged, ahead) = isolated
-        .as_ref()
-        .map_or((None, None), |r| branch_facts(tree, i, r));
+    let BranchFacts {
+        merged,
+        ahead,
+        own_commits,
+    } = isolated.as_ref().map_or(
+        BranchFacts {
+            merged: None,
+            ahead: None,
+            own_commits: None,
+        },
+        |r| branch_facts(tree, i, r),
+    );
+    let stop_line = verdict_stop_line(tree, i, &wait, &fix_tasks, command.as_deref(), prefix, step);
     let at_gate = |g: Gate| facts.awaiting == Some(g);
     let split_plan = at_gate(Gate::Subtasks).then(|| split_plan(node)).flatten();
     let integration = isolated
@@ -541,6 +580,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         parent: node.parent.map(|p| tree.nodes[p].rel.clone()),
         state: state.word(),
         status: status_label(tree, i),
+        status_text: status_text(tree, i),
         next_step,
         command,
         artifacts: node
@@ -562,6 +602,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         step,
         usage,
         merged,
+        own_commits,
         ahead,
         base_branch: isolated
             .as_ref()
@@ -598,9 +639,72 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         } else {
             Vec::new()
         },
+        stop_line,
         split_plan,
         integration,
     }
+}
+
+/// The `Status` line of task `i`: what is done and what runs next, so that the last
+/// finished phase is never read as the state (`Research done; next: design`, `New; next:
+/// research`); a terminal state as it is (`Complete (state `complete`)`).
+fn status_text(tree: &TaskTree, i: usize) -> String {
+    let node = &tree.nodes[i];
+    let state = node.state();
+    let State::Next(phase) = state else {
+        return format!("{} (state `{}`)", status_label(tree, i), state.word());
+    };
+    let done = match node.snap.artifacts.highest() {
+        Some(_) => format!("{} done", status_label(tree, i)),
+        None => match node.snap.origin.as_ref().and_then(|o| o.from.as_ref()) {
+            Some(from) => format!("New (from {from})"),
+            None => "New".into(),
+        },
+    };
+    // A parent with its plan stays `decomposition` while its sub-tasks run.
+    if phase == Phase::Decomposition && node.snap.plan.is_some() {
+        return format!("{done}; next: its sub-tasks (state `{}`)", state.word());
+    }
+    format!("{done}; next: {}", phase.word())
+}
+
+/// The stop of a task on its own FAIL or NEEDS_REVIEW verdict, said whole: the task, the
+/// file that holds the verdict and the way out the view's command starts (`--manual` makes
+/// the fix tasks, then `--referee-again`); none for any other stop.
+fn verdict_stop_line(
+    tree: &TaskTree,
+    i: usize,
+    wait: &Wait,
+    fix_tasks: &[FixTask],
+    command: Option<&str>,
+    prefix: &str,
+    step: bool,
+) -> Option<String> {
+    let node = &tree.nodes[i];
+    let reason = node.decision.reason.as_deref()?;
+    if node.state() != State::HumanIntervention
+        || wait.decision != Some(PersonDecision::DecideVerdict)
+        || wait.through.is_some()
+    {
+        return None;
+    }
+    let rel = &node.rel;
+    let again = referee_again(prefix, rel, step);
+    let command = command?;
+    let way_out = if fix_tasks.is_empty() {
+        format!("edit or remove {rel}/VERDICT.md, then run `{command}`")
+    } else if fix_tasks.iter().any(|f| f.state.is_none()) {
+        format!(
+            "`{command}` creates its fix tasks; once they are complete, `{again}` runs its referee again"
+        )
+    } else if fix_tasks.iter().any(|f| f.state != Some("complete")) {
+        format!(
+            "run its fix tasks (next: `{command}`); once they are complete, `{again}` runs its referee again"
+        )
+    } else {
+        format!("its fix tasks are complete: `{again}` runs its referee again")
+    };
+    Some(format!("{rel}: {reason} ({rel}/VERDICT.md); {way_out}"))
 }
 
 /// The questions of a task's QUESTIONS.md (none when it cannot be read or parsed: the stop
@@ -724,14 +828,15 @@ pub fn referee_again(prefix: &str, rel: &str, step: bool) -> String {
     format!("{prefix} orchestrate --task {rel} --referee-again{step_flag}")
 }
 
-/// `Complete`, `Human Intervention`, `Bug Find`... for a state word.
-fn state_title(word: &str) -> &'static str {
+/// A state word as the `Status` line says it: `Complete (state `complete`)`, `Human
+/// Intervention (state `human_intervention`)`, or, not terminal, the phase that runs next
+/// (`next: bug_find`).
+fn state_phrase(word: &str) -> String {
     match State::parse(word) {
-        Some(State::Complete) => "Complete",
-        Some(State::HumanIntervention) => "Human Intervention",
-        Some(State::Next(Phase::Research)) => "New",
-        Some(State::Next(p)) => p.title(),
-        None => "Unknown",
+        Some(State::Complete) => "Complete (state `complete`)".into(),
+        Some(State::HumanIntervention) => "Human Intervention (state `human_intervention`)".into(),
+        Some(State::Next(p)) => format!("next: {}", p.word()),
+        None => format!("unknown (state `{word}`)"),
     }
 }
 
@@ -798,7 +903,7 @@ fn next_step_title(v: &TaskView) -> String {
 /// The seed's report block for one task.
 pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     let _ = writeln!(out, "**Task: {}**", v.path);
-    let _ = writeln!(out, "- **Status**: {} (state `{}`)", v.status, v.state);
+    let _ = writeln!(out, "- **Status**: {}", v.status_text);
     let _ = writeln!(out, "- **Next Step**: {}", next_step_title(v));
     let _ = writeln!(
         out,
@@ -829,7 +934,12 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     // what it waits for is a sub-task's decision.
     let own_stop = v.state == State::HumanIntervention.word()
         && (v.waits_for.is_none() || v.waits_for == v.reason);
-    if !own_stop && let Some(line) = v.wait().line() {
+    let mut wait = v.wait();
+    if own_stop {
+        // Who decides, and what: the stop line below says why.
+        wait.why = None;
+    }
+    if let Some(line) = wait.line() {
         let _ = writeln!(out, "- **Waiting for**: {line}");
     }
     if let Some(s) = &v.subtasks {
@@ -858,6 +968,11 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     }
     if let Some(branch) = &v.branch {
         let _ = match (&v.base_branch, v.ahead, v.merged) {
+            // git calls a branch without commits merged; there is nothing of it to merge.
+            _ if v.own_commits == Some(0) => writeln!(
+                out,
+                "- **Branch**: {branch} (no commits of its own: nothing to merge)"
+            ),
             (Some(base), _, Some(true)) => {
                 writeln!(out, "- **Branch**: {branch} (merged into {base})")
             }
@@ -939,7 +1054,11 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         );
     }
     if let Some(r) = &v.reason {
-        let _ = writeln!(out, "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {r}");
+        let _ = writeln!(
+            out,
+            "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {}",
+            v.stop_line.as_deref().unwrap_or(r)
+        );
     }
 }
 
@@ -1024,9 +1143,9 @@ pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut Str
             };
             let _ = writeln!(
                 out,
-                "- **{}** — Status: {} (state `{word}`) — Command: {command}",
+                "- **{}** — Status: {} — Command: {command}",
                 f.path,
-                state_title(word)
+                state_phrase(word)
             );
         }
     }

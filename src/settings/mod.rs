@@ -611,6 +611,21 @@ pub struct Resolved {
     pub origin: Origin,
 }
 
+impl Resolved {
+    /// The setting as a person would find it again, its value redacted: the file line
+    /// (`` `- **Agent command**: x` (.automaton/.agent.md:3) ``), the default, or the flag or
+    /// variable that set it (`` `x` (from --agent) ``), never a flag dressed as a file line.
+    pub fn described(&self) -> String {
+        let shown = value::redact(&self.raw);
+        match &self.origin {
+            Origin::Default => format!("`- **{}**: {shown}` (the default)", self.spec.key),
+            Origin::File { .. } => format!("`- **{}**: {shown}` ({})", self.spec.key, self.origin),
+            Origin::Env(name) => format!("`{shown}` (from ${name})"),
+            Origin::Flag(name) => format!("`{shown}` (from {name})"),
+        }
+    }
+}
+
 /// The effective settings of a project.
 #[derive(Debug, Clone)]
 pub struct Settings {

@@ -166,6 +166,7 @@ fn full_screen(model: &mut Model, source: &mut Source, color: bool) -> Result<u8
     let result = (|| -> Result<(), WatchError> {
         let mut ui = Ui {
             color,
+            keys: true,
             ..Ui::default()
         };
         ui.follow(model);

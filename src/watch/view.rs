@@ -28,6 +28,8 @@ pub struct Ui {
     /// A one-line message in the footer (`a` without a tmux session).
     pub message: Option<String>,
     pub color: bool,
+    /// The full-screen view reads keys, so its footer lists them; `--once` reads none.
+    pub keys: bool,
 }
 
 /// What a key asks for.
@@ -140,6 +142,9 @@ pub fn draw(frame: &mut Frame, model: &Model, ui: &mut Ui, note: Option<&str>) {
         } else {
             format!("row {}/{}", ui.selected + 1, model.rows.len())
         };
+        if !ui.keys {
+            return format!(" {pos}");
+        }
         let enter = if ui.log_open {
             "Enter/Esc back"
         } else {

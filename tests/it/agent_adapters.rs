@@ -53,6 +53,7 @@ fn claude_error_result_stops_the_phase_even_at_exit_0() {
              - **Status**: Human Intervention (state `human_intervention`)\n\
              - **Next Step**: Human decision\n- **Auto-Execute**: YES\n- **Command**:\n  \
              automaton orchestrate --task tasks/add-a-thing\n\
+             - **Waiting for**: a person (look at the stop)\n\
              - **Usage**: 0 tokens, $0.00, 1 phase (0 in / 0 out, [ELAPSED], claude-opus-5-5)\n\n\
              Summary: 0 complete, 1 waiting for a person, 0 not started\n\
              ⚠️ **HUMAN INTERVENTION REQUIRED**: claude reported an error result: API Error: 400 \

@@ -237,7 +237,7 @@ fn a_failed_subtask_blocks_its_dependent_while_a_sibling_completes() {
     );
     assert!(
         text.contains(&format!(
-            "**Task: {}**\n- **Status**: New (state `new`)",
+            "**Task: {}**\n- **Status**: New; next: research",
             sub("c")
         )),
         "{text}"

@@ -490,7 +490,16 @@ fn human_output_is_the_seed_block() {
                  - Framework overhead: ~4k tokens\n\
                  - **Recommended: 16k tokens** (detection script, 25% headroom)\n\
                  - **Max peak context per sub-task: 12000 tokens** (target less headroom)\n\
-                 - **Using: 16k tokens** ({using})\n"
+                 - **Using: 16k tokens** ({using})\n\n\
+                 How the budgets relate:\n\
+                 - The model context window is the most the model takes in one request; the \
+                 framework's own prompt (~4k tokens) comes out of it.\n\
+                 - Recommended is what each sub-task is planned for: at most the window less \
+                 that overhead, less where the GPU's memory (a local model) or a share of a \
+                 hosted model's window limits it.\n\
+                 - Max peak is the most one sub-task may need at its peak (a DECOMPOSITION.md \
+                 row whose `Estimated peak context` is above it is sent back to be split); here \
+                 the recommended budget less the 25% headroom kept free (16k x 75% = 12000).\n"
             )
         );
         assert!(t.starts_with("VRAM Detection Results:\n"), "{t}");

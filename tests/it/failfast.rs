@@ -149,8 +149,8 @@ fn a_missing_agent_script_is_refused_before_anything_changes() {
             .status(24)
             .stderr(format!(
                 "error: the agent script `agents/claude.sh` (run by `{}`) does not exist in \
-                 [PROJECT], the folder the agent runs in: `- **Agent command**: {agent}` (flag \
-                 --agent) runs `{agent}`; create it or correct the path (`automaton config` \
+                 [PROJECT], the folder the agent runs in: `{agent}` (from --agent) runs \
+                 `{agent}`; create it or correct the path (`automaton config` \
                  shows every setting and where it came from). Nothing ran and no task changed \
                  state.\n",
                 agent.split(' ').next().unwrap()

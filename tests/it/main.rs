@@ -69,4 +69,5 @@ mod status;
 mod supervisor;
 mod truths;
 mod waits;
+mod walk;
 mod watch;

@@ -70,14 +70,28 @@ fn stopped(task: &str, reason: &str) -> String {
 }
 
 fn stopped_with(task: &str, reason: &str, command: &str) -> String {
+    // A verdict is a decision, said with the task, its file and the way out; any other stop
+    // is looked at, and said as the run put it.
+    let (ask, said) = if reason.starts_with("referee verdict is ") {
+        (
+            "decide on the verdict",
+            format!(
+                "{task}: {reason} ({task}/VERDICT.md); `automaton {command}` creates its fix \
+                 tasks; once they are complete, `automaton orchestrate --task {task} \
+                 --referee-again` runs its referee again"
+            ),
+        )
+    } else {
+        ("look at the stop", reason.to_string())
+    };
     report(
         task,
         "Human Intervention (state `human_intervention`)",
         "Human decision",
         &format!(
-            "\n  automaton {command}\n\n\
+            "\n  automaton {command}\n- **Waiting for**: a person ({ask})\n\n\
              Summary: 0 complete, 1 waiting for a person, 0 not started\n\
-             ⚠️ **HUMAN INTERVENTION REQUIRED**: {reason}"
+             ⚠️ **HUMAN INTERVENTION REQUIRED**: {said}"
         ),
     )
 }
@@ -660,7 +674,9 @@ fn manual_mode_reports_and_creates_fix_tasks_once() {
         .stdout_contains(
             "Created 2 task(s): tasks/auth-fix-token-leak, tasks/auth-tiebreak-api-shape",
         )
-        .stdout_ends_with("ORCHESTRATION_COMPLETE\n")
+        // A task waits for a person: the run did not complete, and does not say so.
+        .stdout_ends_with("Summary: 0 complete, 1 waiting for a person, 2 not started\n")
+        .stdout_lacks("ORCHESTRATION_COMPLETE")
         .run();
     assert_eq!(p.read("tasks/auth-fix-token-leak/SPEC.md"), "the spec");
     assert_eq!(p.read("tasks/auth-fix-token-leak/BUG_REPORT.md"), "bugs");

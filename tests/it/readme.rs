@@ -264,3 +264,48 @@ fn status_json_prints_the_listed_keys() {
         }
     }
 }
+
+/// The second table of "Task folders" (what survives a power cut) names every file a task
+/// folder holds by the registry `automaton help files` prints, and nothing the registry does
+/// not know: a file added to one and not the other fails here.
+#[test]
+fn the_power_cut_table_names_every_task_file() {
+    use automaton::store::files::{FILES, Place};
+    let rows = table(
+        &section(&readme(), "### Task folders"),
+        "| file | after a power cut | why |",
+    );
+    let named: BTreeSet<String> = rows.iter().flat_map(|r| spans(&r[0])).collect();
+    let known = |name: &str| {
+        FILES.iter().any(|f| names_of(f).contains(&name))
+            // A file inside a task's logs/ (the registry has the folder).
+            || name.starts_with("logs/")
+    };
+    let unknown: Vec<&String> = named.iter().filter(|n| !known(n)).collect();
+    assert!(
+        unknown.is_empty(),
+        "README.md's power-cut table names files src/store/files.rs's FILES does not know: {unknown:?}"
+    );
+    let missing: Vec<&str> = FILES
+        .iter()
+        .filter(|f| f.place == Place::Task && !f.artifact)
+        .map(|f| f.path)
+        .filter(|p| !named.contains(*p))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md's power-cut table does not say what a power cut leaves of {missing:?}"
+    );
+    // The artifacts, in one row, from the first to the last.
+    let artifacts: Vec<&str> = FILES
+        .iter()
+        .filter(|f| f.artifact)
+        .map(|f| f.path)
+        .collect();
+    for a in [artifacts[0], artifacts[artifacts.len() - 1]] {
+        assert!(
+            named.contains(a),
+            "the power-cut table's artifacts row lacks {a}"
+        );
+    }
+}

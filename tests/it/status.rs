@@ -117,12 +117,12 @@ fn text_report_has_the_seed_shape_and_changes_nothing() {
     let before = walk(p.path());
     let out = p.status_text();
     for part in [
-        "**Task: tasks/failed**\n- **Status**: Human Intervention (state `human_intervention`)\n- **Next Step**: Human decision\n- **Auto-Execute**: YES\n- **Command**:\n  automaton orchestrate --manual\n",
-        "⚠️ **HUMAN INTERVENTION REQUIRED**: referee verdict is FAIL",
+        "**Task: tasks/failed**\n- **Status**: Human Intervention (state `human_intervention`)\n- **Next Step**: Human decision\n- **Auto-Execute**: YES\n- **Command**:\n  automaton orchestrate --manual\n- **Waiting for**: a person (decide on the verdict)\n",
+        "⚠️ **HUMAN INTERVENTION REQUIRED**: tasks/failed: referee verdict is FAIL (tasks/failed/VERDICT.md); `automaton orchestrate --manual` creates its fix tasks; once they are complete, `automaton orchestrate --task tasks/failed --referee-again` runs its referee again\n",
         "**Tasks manual mode creates from tasks/failed** (`automaton orchestrate --manual`):\n- **tasks/failed-fix-login-race** — starts at Bug Find",
-        "**Task: tasks/parent**\n- **Status**: Decomposition (state `decomposition`)\n- **Next Step**: Sub-tasks (waiting on b)",
+        "**Task: tasks/parent**\n- **Status**: Decomposition done; next: its sub-tasks (state `decomposition`)\n- **Next Step**: Sub-tasks (waiting on b)",
         "- **Sub-tasks**: PASS: 0, FAIL: 1, NEEDS_REVIEW: 0, BLOCKED: 1, PENDING: 1",
-        "**Task: tasks/spec-only**\n- **Status**: Research (state `design`)\n- **Next Step**: Design",
+        "**Task: tasks/spec-only**\n- **Status**: Research done; next: design\n- **Next Step**: Design",
     ] {
         assert!(out.contains(part), "missing {part:?} in\n{out}");
     }

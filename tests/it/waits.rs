@@ -141,10 +141,15 @@ fn every_task_stopped_for_a_person_is_counted_as_waiting_for_one() {
     let p = project("- **Approve before**: design", "");
     let ran = run(&p, &["orchestrate", "add auth"], "");
     agrees_on_a_person(&p, TASK, &ran, 20, "approve_gate");
-    // A gate wait is not drawn with the failure mark.
+    // A gate wait is not drawn with the failure mark, and names the task once.
     assert!(
         ran.stderr
-            .contains("⏸ tasks/add-auth: tasks/add-auth waits for approval before design"),
+            .contains("⏸ tasks/add-auth waits for approval before design"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        !ran.stderr.contains("tasks/add-auth: tasks/add-auth"),
         "{}",
         ran.stderr
     );

@@ -576,14 +576,23 @@ impl Event<'_> {
                 task,
                 kind: "awaiting_approval" | "stale" | "not_ready",
                 reason,
-            } => format!("⏸ {task}: {reason}"),
-            TaskStopped { task, reason, .. } => format!("✘ {task}: {reason}"),
+            } => format!("⏸ {}", named_once(task, reason)),
+            TaskStopped { task, reason, .. } => format!("✘ {}", named_once(task, reason)),
             StepDone { task, next } => format!("■ {task}: one step done; {next} is next"),
             // The command prints these itself, as the report that ends the run.
             Planned { .. } | Summary(_) | Complete { .. } | Stepped { .. } | Stop { .. } => {
                 return None;
             }
         })
+    }
+}
+
+/// `tasks/a: why`, or the reason alone when it starts with the task's name already
+/// (`tasks/a waits for approval before design`): the task named once.
+fn named_once(task: &str, reason: &str) -> String {
+    match reason.strip_prefix(task) {
+        Some(rest) if rest.starts_with(' ') => reason.to_string(),
+        _ => format!("{task}: {reason}"),
     }
 }
 
