@@ -118,5 +118,13 @@ mod tests {
         for w in Gate::WORDS {
             assert_eq!(Gate::parse(w).map(Gate::word), Some(w));
         }
+        // The list is written out (a const for the did-you-mean); no phase may be missing.
+        for p in Phase::ALL {
+            assert!(
+                Gate::WORDS.contains(&p.word()),
+                "{} is not in Gate::WORDS",
+                p.word()
+            );
+        }
     }
 }
