@@ -16,6 +16,7 @@
 //!   exits, writes, or a deadline passes, never on a tick.
 
 use super::executor::{Executor, Job, Local};
+use super::output_scan::LogScan;
 use crate::process::{self, Event, Leftover};
 use std::fs::File;
 use std::io;
@@ -150,7 +151,8 @@ impl ExitStatusInfo {
 #[derive(Debug, Clone)]
 pub struct AgentOutcome {
     pub end: AgentEnd,
-    /// CONTRACT_MET was seen on a line of the output (see [`is_contract_line`]).
+    /// CONTRACT_MET was seen on a line of the output (see
+    /// [`super::output_scan::is_contract_line`]).
     pub contract_met: bool,
     /// The agent printed CONTRACT_MET but did not exit within the contract grace, so automaton
     /// stopped it: its exit status then says nothing about the work.
@@ -161,11 +163,6 @@ pub struct AgentOutcome {
     /// Processes of the agent's group still alive after the final SIGKILL (for a warning).
     pub leftovers: Vec<Leftover>,
 }
-
-/// Longest `last_line` kept, in characters.
-const LAST_LINE_MAX_CHARS: usize = 200;
-/// Bytes of an unfinished line kept between reads (longer lines keep their tail).
-const PARTIAL_MAX: usize = 8 * 1024;
 
 /// Run one phase. Errors only when the process cannot be started or the log cannot be written.
 ///
@@ -197,33 +194,8 @@ pub fn run_agent_on(
     job: &Job,
 ) -> io::Result<AgentOutcome> {
     let started = Instant::now();
-    // Starting makes pipes and a process: name that, so "Too many open files" says what failed.
-    let mut group = executor.start(spec, job).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "cannot start the agent of {} ({}): {e}",
-                job.task, job.phase
-            ),
-        )
-    })?;
+    let mut group = start_recorded(spec, executor, job)?;
     let pid = group.id();
-    if let Some(pid_file) = spec.pid_file {
-        // A local (or tmux) agent dies with the machine, so after a power cut there is
-        // nothing for the pid file to name: rename only. A slurm job runs elsewhere and
-        // outlives this machine, so its id must survive: fsync (see `fsx`).
-        group
-            .record()
-            .write(pid_file, !executor.runs_on_this_host())?;
-    }
-    // Recorded: the agent may start now (the watchdog holds it until this).
-    group.release()?;
-    if let Some(marker) = spec.sync_once_started
-        && let Err(e) = crate::fsx::sync_renamed(marker)
-    {
-        let _ = group.stop();
-        return Err(e);
-    }
 
     // Every cap runs on the clock that stands still while automaton is stopped by job control
     // (Ctrl-Z until `fg`, when its agents are stopped too): `spec.deadline` is on it as well.
@@ -245,7 +217,7 @@ pub fn run_agent_on(
         .min();
         // A wake-up early by the real clock (a pause since) only looks again.
         let event = group.wait(next.map(process::signals::real_instant))?;
-        if scan.absorb(&group.take_fresh(), spec) {
+        if absorb(&mut scan, &group.take_fresh(), spec) {
             last_growth = clock();
         }
         if scan.contract_met && contract_seen_at.is_none() {
@@ -254,25 +226,11 @@ pub fn run_agent_on(
         if let Event::Exited(status) = event {
             group.finish()?;
             // Output still in the pipe when the leader exited.
-            scan.absorb(&group.take_fresh(), spec);
+            absorb(&mut scan, &group.take_fresh(), spec);
             break AgentEnd::Exited(ExitStatusInfo::from_status(status));
         }
         let now = clock();
-        let stop = if spec.cancel.load(Ordering::SeqCst) {
-            Some(AgentEnd::Cancelled)
-        } else if spec.deadline.is_some_and(|d| now >= d) {
-            Some(AgentEnd::TotalTimeout)
-        } else if phase_end.is_some_and(|d| now >= d) {
-            Some(AgentEnd::PhaseTimeout)
-        } else if spec
-            .stall_timeout
-            .is_some_and(|s| now.duration_since(last_growth) >= s)
-        {
-            Some(AgentEnd::Stalled)
-        } else {
-            None
-        };
-        if let Some(end) = stop {
+        if let Some(end) = cap_reached(spec, now, phase_end, last_growth) {
             group.stop()?;
             break end;
         }
@@ -284,7 +242,7 @@ pub fn run_agent_on(
         }
     };
     // Output written while the group was being stopped still counts.
-    scan.absorb(&group.take_fresh(), spec);
+    absorb(&mut scan, &group.take_fresh(), spec);
     if let Some(pid_file) = spec.pid_file {
         let _ = crate::fsx::remove_if_there(pid_file);
     }
@@ -297,6 +255,82 @@ pub fn run_agent_on(
         last_line: scan.last_line,
         leftovers: group.leftovers(),
     })
+}
+
+/// Hand what the agent printed since the last look to the scan and to the spec's callbacks.
+/// Returns whether there was any.
+fn absorb(scan: &mut LogScan, bytes: &[u8], spec: &AgentSpec<'_>) -> bool {
+    if bytes.is_empty() {
+        return false;
+    }
+    if let Some(cb) = spec.on_output {
+        cb(bytes);
+    }
+    if let (Some(line), Some(cb)) = (scan.take(bytes), spec.on_line) {
+        cb(line);
+    }
+    true
+}
+
+/// Start the agent through `executor`, record its pid file, then release it: the watchdog
+/// holds the agent until its record is written, so a kill in between leaves nothing running
+/// unrecorded.
+fn start_recorded<'a>(
+    spec: &AgentSpec<'a>,
+    executor: &'a dyn Executor,
+    job: &Job,
+) -> io::Result<Box<dyn super::executor::Running + 'a>> {
+    // Starting makes pipes and a process: name that, so "Too many open files" says what failed.
+    let mut group = executor.start(spec, job).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "cannot start the agent of {} ({}): {e}",
+                job.task, job.phase
+            ),
+        )
+    })?;
+    if let Some(pid_file) = spec.pid_file {
+        // A local (or tmux) agent dies with the machine, so after a power cut there is
+        // nothing for the pid file to name: rename only. A slurm job runs elsewhere and
+        // outlives this machine, so its id must survive: fsync (see `fsx`).
+        group
+            .record()
+            .write(pid_file, !executor.runs_on_this_host())?;
+    }
+    // Recorded: the agent may start now (the watchdog holds it until this).
+    group.release()?;
+    if let Some(marker) = spec.sync_once_started
+        && let Err(e) = crate::fsx::sync_renamed(marker)
+    {
+        let _ = group.stop();
+        return Err(e);
+    }
+    Ok(group)
+}
+
+/// Whether Ctrl-C or a cap ends the agent at `now`: the run's deadline, the phase's time, or
+/// its log silent for the stall time.
+fn cap_reached(
+    spec: &AgentSpec<'_>,
+    now: Instant,
+    phase_end: Option<Instant>,
+    last_growth: Instant,
+) -> Option<AgentEnd> {
+    if spec.cancel.load(Ordering::SeqCst) {
+        Some(AgentEnd::Cancelled)
+    } else if spec.deadline.is_some_and(|d| now >= d) {
+        Some(AgentEnd::TotalTimeout)
+    } else if phase_end.is_some_and(|d| now >= d) {
+        Some(AgentEnd::PhaseTimeout)
+    } else if spec
+        .stall_timeout
+        .is_some_and(|s| now.duration_since(last_growth) >= s)
+    {
+        Some(AgentEnd::Stalled)
+    } else {
+        None
+    }
 }
 
 /// Stop an agent group that an earlier automaton, killed with SIGKILL, left running (its pid
@@ -329,19 +363,6 @@ fn our_group(pgid: rustix::process::Pid, start: u64) -> bool {
     })
 }
 
-/// Whether an output line is the done signal: `CONTRACT_MET` alone on the line, allowing
-/// surrounding whitespace, markdown decoration (`**CONTRACT_MET**`, `` `CONTRACT_MET` ``, `# `,
-/// `> `, `- `) and quotes. A sentence that merely mentions the word does not count, so an agent
-/// that echoes its prompt ("print CONTRACT_MET when done") is not stopped early.
-pub fn is_contract_line(line: &str) -> bool {
-    let cleaned = strip_controls(line);
-    cleaned
-        .trim_matches(|c: char| {
-            c.is_whitespace() || matches!(c, '*' | '`' | '_' | '#' | '>' | '-' | '"' | '\'' | '.')
-        })
-        .eq("CONTRACT_MET")
-}
-
 /// Install the process-wide signal policy ([`crate::process::signals`]) and return the cancel
 /// flag to pass to [`AgentSpec::cancel`].
 ///
@@ -363,136 +384,6 @@ pub(crate) fn open_log(path: &Path) -> io::Result<File> {
     let named =
         |e: io::Error| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()));
     crate::fsx::open_append(path).map_err(named)
-}
-
-/// Reads the output as it comes: detects contract lines across read boundaries and keeps the
-/// last non-empty line for display.
-struct LogScan {
-    /// The unfinished last line (at most `PARTIAL_MAX` bytes, its tail).
-    partial: Vec<u8>,
-    /// The last complete line with something visible on it.
-    last_complete: Vec<u8>,
-    contract_met: bool,
-    last_line: Option<String>,
-}
-
-impl LogScan {
-    fn new() -> Self {
-        LogScan {
-            partial: Vec::new(),
-            last_complete: Vec::new(),
-            contract_met: false,
-            last_line: None,
-        }
-    }
-
-    /// Take in what the agent printed since the last call. Returns whether there was any.
-    fn absorb(&mut self, bytes: &[u8], spec: &AgentSpec<'_>) -> bool {
-        if bytes.is_empty() {
-            return false;
-        }
-        if let Some(cb) = spec.on_output {
-            cb(bytes);
-        }
-        self.feed(bytes);
-        let latest = display_line(&self.partial).or_else(|| display_line(&self.last_complete));
-        if latest.is_some() && latest != self.last_line {
-            self.last_line = latest;
-            if let (Some(cb), Some(line)) = (spec.on_line, self.last_line.as_deref()) {
-                cb(line);
-            }
-        }
-        true
-    }
-
-    fn feed(&mut self, chunk: &[u8]) {
-        let mut rest = chunk;
-        while let Some(i) = rest.iter().position(|&b| b == b'\n') {
-            if self.partial.is_empty() {
-                self.complete_line(&rest[..i]);
-            } else {
-                let mut line = std::mem::take(&mut self.partial);
-                line.extend_from_slice(&rest[..i]);
-                self.complete_line(&line);
-            }
-            rest = &rest[i + 1..];
-        }
-        self.partial.extend_from_slice(rest);
-        if self.partial.len() > PARTIAL_MAX {
-            let cut = self.partial.len() - PARTIAL_MAX;
-            self.partial.drain(..cut);
-        }
-    }
-
-    fn complete_line(&mut self, line: &[u8]) {
-        if contains(line, b"CONTRACT_MET") && is_contract_line(&String::from_utf8_lossy(line)) {
-            self.contract_met = true;
-        }
-        if line.iter().any(|b| !b.is_ascii_whitespace()) {
-            let keep = &line[line.len().saturating_sub(PARTIAL_MAX)..];
-            self.last_complete.clear();
-            self.last_complete.extend_from_slice(keep);
-        }
-    }
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
-}
-
-/// The visible text of a raw output line: the last carriage-return segment (progress bars
-/// redraw with `\r`), without escape sequences, trimmed, at most `LAST_LINE_MAX_CHARS`.
-fn display_line(raw: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(raw);
-    let segment = text
-        .rsplit('\r')
-        .find(|s| !strip_controls(s).trim().is_empty())?;
-    let clean = strip_controls(segment);
-    let clean = clean.trim();
-    if clean.chars().count() > LAST_LINE_MAX_CHARS {
-        let mut s: String = clean.chars().take(LAST_LINE_MAX_CHARS - 1).collect();
-        s.push('…');
-        Some(s)
-    } else {
-        Some(clean.to_string())
-    }
-}
-
-/// Drop ANSI escape sequences (CSI `ESC [ ... final`, and two-byte `ESC x`) and other control
-/// characters except tab, so colored output displays and matches as plain text.
-fn strip_controls(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            match chars.next() {
-                Some('[') => {
-                    // Parameters and intermediates, up to the final byte in '@'..='~'.
-                    for c in chars.by_ref() {
-                        if ('@'..='~').contains(&c) {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    // OSC: up to BEL or ESC \.
-                    while let Some(c) = chars.next() {
-                        if c == '\u{7}' {
-                            break;
-                        }
-                        if c == '\u{1b}' {
-                            chars.next_if_eq(&'\\');
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            }
-        } else if c == '\t' || !c.is_control() {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// "300ms", "2s", "1.5s", "10m", "1m30s", "2h", "1h5m".
@@ -521,41 +412,6 @@ pub fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn contract_line_matching() {
-        assert!(is_contract_line("CONTRACT_MET"));
-        assert!(is_contract_line("  **CONTRACT_MET**\r"));
-        assert!(is_contract_line("`CONTRACT_MET`"));
-        assert!(is_contract_line("\u{1b}[32mCONTRACT_MET\u{1b}[0m"));
-        assert!(!is_contract_line("print CONTRACT_MET when done"));
-        assert!(!is_contract_line("CONTRACT_MET_NOT"));
-        assert!(!is_contract_line(""));
-    }
-
-    #[test]
-    fn display_line_cleans_and_truncates() {
-        assert_eq!(display_line(b"  hello \r\n").as_deref(), Some("hello"));
-        assert_eq!(display_line(b"10%\r50%\r").as_deref(), Some("50%"));
-        assert_eq!(display_line(b"\x1b[1mbold\x1b[0m").as_deref(), Some("bold"));
-        assert_eq!(display_line(b"   "), None);
-        let long = "x".repeat(500);
-        let shown = display_line(long.as_bytes()).unwrap();
-        assert_eq!(shown.chars().count(), LAST_LINE_MAX_CHARS);
-    }
-
-    #[test]
-    fn scan_handles_split_lines() {
-        let mut scan = LogScan::new();
-        scan.feed(b"working\nCONTR");
-        assert!(!scan.contract_met);
-        scan.feed(b"ACT_MET\n");
-        assert!(scan.contract_met);
-        assert_eq!(
-            display_line(&scan.last_complete).as_deref(),
-            Some("CONTRACT_MET")
-        );
-    }
 
     #[test]
     fn describe_messages() {

@@ -5,7 +5,8 @@
 use super::check::run_verify;
 use super::event::Event;
 use super::isolation::Workspace;
-use super::judge::{Attempt, Failures, Freeze, after_phase, freeze, frozen_reason, one_phase};
+use super::judge::{Attempt, Failures, Freeze, after_phase, freeze, one_phase};
+use super::stops::stop_reason;
 use super::subtasks::sync_subtasks;
 use super::waves::{run_children, run_waves, step_subtask};
 use super::workspace::workspace;
@@ -448,92 +449,6 @@ pub(super) fn facts(
         // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
         now: crate::process::signals::now_unpaused(),
         deadline: run.deadline,
-    }
-}
-
-/// The stop and its reason for an action that stops the task (or the run) with a message.
-pub(super) fn stop_reason(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    node: &TaskNode,
-    action: Action,
-) -> (StopKind, String) {
-    match action {
-        Action::EndRun(StopKind::RunBudget) => {
-            let what = run
-                .budgets
-                .run_exceeded(Default::default())
-                .unwrap_or_default();
-            (
-                StopKind::RunBudget,
-                format!(
-                    "{what}; {rel} was not driven further (raise `- **Budget per run**` in \
-                     config.md, or run again: each run has its own budget)"
-                ),
-            )
-        }
-        Action::OverBudget(phase) => {
-            let what = run
-                .budgets
-                .task_exceeded(dir, Default::default())
-                .unwrap_or_default();
-            (
-                StopKind::TaskBudget,
-                format!(
-                    "{what} ({rel}; {} would run next); raise `- **Budget per task**` in \
-                     config.md, then `automaton orchestrate --task {rel}`",
-                    phase.word()
-                ),
-            )
-        }
-        Action::Frozen => {
-            let what = frozen::summary(dir).unwrap_or_default();
-            (StopKind::Frozen, frozen_reason(rel, &what))
-        }
-        Action::Stale => {
-            let what = crate::task::gates::stale_summary(&node.stale).unwrap_or_default();
-            let from = crate::task::gates::rerun_phase(&node.stale).map_or("?", |p| p.word());
-            (
-                StopKind::Stale,
-                format!(
-                    "{what}; run `automaton rerun {rel} --from {from}` to build them again \
-                     (the stale artifacts are kept under logs/superseded/)"
-                ),
-            )
-        }
-        Action::AwaitApproval(gate) => {
-            let lapsed = node
-                .approval
-                .as_ref()
-                .and_then(|w| w.lapsed.as_deref())
-                .map(|why| format!(" (the approval lapsed: {why})"))
-                .unwrap_or_default();
-            (
-                StopKind::AwaitingApproval,
-                format!(
-                    "{rel} waits for approval before {}{lapsed}; run `automaton approve {rel}` \
-                     (or `automaton reject {rel} --reason ...`)",
-                    gate.before()
-                ),
-            )
-        }
-        Action::IterationCap(phase) => (
-            StopKind::IterationCap,
-            format!(
-                "iteration cap reached ({} phase{} in this run); next phase would be {}",
-                run.limits.iterations,
-                if run.limits.iterations == 1 { "" } else { "s" },
-                phase.word()
-            ),
-        ),
-        _ => (
-            StopKind::TotalTimeCap,
-            format!(
-                "total time cap of {} reached",
-                super::agent::human_duration(run.limits.total)
-            ),
-        ),
     }
 }
 

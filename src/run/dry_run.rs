@@ -4,7 +4,8 @@
 //! from what a run does; it runs nothing, writes nothing and takes no lock.
 
 use super::Run;
-use super::driver::{facts, load, not_ready, stop_reason};
+use super::driver::{facts, load, not_ready};
+use super::stops::stop_reason;
 use crate::plan::decide::{Action, StopKind};
 use crate::task::TaskTree;
 use crate::task::readiness::{WaveRules, waits_for};
@@ -131,21 +132,7 @@ fn describe(
         Action::StepDone(phase) => {
             planned("none", Some(phase.word()), "one step done".into(), None)
         }
-        Action::Rework => planned(
-            "rework",
-            Some("implement"),
-            format!(
-                "{}: rework round {} of {} (`- **Rework**`): the artifacts from implement on are \
-                 set aside in logs/rework/ and implement runs again with the findings",
-                node.decision
-                    .reason
-                    .as_deref()
-                    .unwrap_or("the referee did not pass it"),
-                crate::store::rework::count(&node.dir) + 1,
-                run.cfg.rework
-            ),
-            None,
-        ),
+        Action::Rework => planned("rework", Some("implement"), rework_why(run, node), None),
         Action::Replan => planned(
             "replan",
             Some("decomposition"),
@@ -169,6 +156,20 @@ fn describe(
             planned("stop", None, reason, Some(kind.code()))
         }
     }
+}
+
+/// Why the next step is a rework round, and what it does.
+fn rework_why(run: &Run<'_>, node: &crate::task::TaskNode) -> String {
+    format!(
+        "{}: rework round {} of {} (`- **Rework**`): the artifacts from implement on are set \
+         aside in logs/rework/ and implement runs again with the findings",
+        node.decision
+            .reason
+            .as_deref()
+            .unwrap_or("the referee did not pass it"),
+        crate::store::rework::count(&node.dir) + 1,
+        run.cfg.rework
+    )
 }
 
 /// `wave 1: a, b; wave 2: c` for a task's plan.

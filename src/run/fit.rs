@@ -28,7 +28,7 @@ pub(super) fn overflow(
             "its Estimated peak context in the parent's DECOMPOSITION.md",
         ),
         None => (
-            fit::tokens_of_bytes(super::phase::context_bytes(
+            fit::tokens_of_bytes(super::prompt::context_bytes(
                 run.settings,
                 phase,
                 rel,

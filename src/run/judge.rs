@@ -7,6 +7,7 @@ use super::driver::{gated, load, stop_task};
 use super::event::{Event, FreezeReason};
 use super::isolation::Workspace;
 use super::phase::{PhaseRun, run_phase_noted};
+use super::stops::frozen_reason;
 use super::{Outcome, Run, StopKind};
 use crate::plan::decide::{
     ArtifactCheck, GiveUp, PhaseFacts, Retry, RetryFacts, judge_phase, retry,
@@ -14,15 +15,6 @@ use crate::plan::decide::{
 use crate::state::{Artifact, Phase};
 use crate::task::{TaskTree, frozen};
 use std::path::{Path, PathBuf};
-
-/// The stop reason of a changed frozen acceptance file.
-pub(super) fn frozen_reason(rel: &str, what: &str) -> String {
-    format!(
-        "frozen acceptance files changed: {what}; they were frozen when test_design completed \
-         (TEST_PLAN.md and its `## Acceptance tests`). Restore them, or accept the change with \
-         `automaton approve {rel}`"
-    )
-}
 
 /// How one phase run ended, before the retry decision.
 pub(super) enum PhaseEnd {
@@ -115,7 +107,6 @@ pub(super) fn after_phase(
         count: failures,
         last_error: error_line,
     });
-    let attempts = |n: u32| format!("{n} attempt{}", if n == 1 { "" } else { "s" });
     let (kind, reason) = match decision {
         Retry::After(wait) => {
             let kept = set_aside_failed_artifact(run, rel, dir, at.phase, attempt)?;
@@ -135,19 +126,37 @@ pub(super) fn after_phase(
             super::retry::backoff(wait, run.deadline, run.cancel);
             return Ok(None);
         }
-        Retry::GiveUp(GiveUp::NotRetryable) => (kind, reason),
+        Retry::GiveUp(why) => give_up(run, at, failures, kind, reason, &log, why),
+    };
+    stop_task(run, rel, dir, kind, reason).map(Some)
+}
+
+/// The stop when [`retry`] gives up, its reason saying why: the agent's last output for what
+/// cannot change, the attempts made, or the cap that ran out.
+fn give_up(
+    run: &Run<'_>,
+    at: Attempt,
+    failures: u32,
+    kind: StopKind,
+    reason: String,
+    log: &Path,
+    why: GiveUp,
+) -> (StopKind, String) {
+    let attempts = |n: u32| format!("{n} attempt{}", if n == 1 { "" } else { "s" });
+    match why {
+        GiveUp::NotRetryable => (kind, reason),
         // What cannot change stops now, and shows what the agent said: it is only in the log.
-        Retry::GiveUp(GiveUp::CannotChange(why)) => {
-            let tail = last_lines(&log, 3);
+        GiveUp::CannotChange(cause) => {
+            let tail = last_lines(log, 3);
             let said = if tail.is_empty() {
                 "the agent printed nothing".to_string()
             } else {
                 format!("the agent's last output: {}", tail.join(" ⏎ "))
             };
-            (kind, format!("{reason}; {}; {said}", why.why()))
+            (kind, format!("{reason}; {}; {said}", cause.why()))
         }
-        Retry::GiveUp(GiveUp::Exhausted) if run.retries == 0 => (kind, reason),
-        Retry::GiveUp(GiveUp::Exhausted) => (
+        GiveUp::Exhausted if run.retries == 0 => (kind, reason),
+        GiveUp::Exhausted => (
             kind,
             format!(
                 "{reason}; gave up after {} of {} (`- **Retries**: {}`)",
@@ -156,7 +165,7 @@ pub(super) fn after_phase(
                 run.retries
             ),
         ),
-        Retry::GiveUp(GiveUp::IterationCap) => (
+        GiveUp::IterationCap => (
             StopKind::IterationCap,
             format!(
                 "iteration cap reached ({} phases in this run) after {} of {} failed: {reason}",
@@ -165,7 +174,7 @@ pub(super) fn after_phase(
                 at.phase.word()
             ),
         ),
-        Retry::GiveUp(GiveUp::Deadline) => (
+        GiveUp::Deadline => (
             StopKind::TotalTimeCap,
             format!(
                 "total time cap of {} would pass during the backoff before retrying {}: {reason}",
@@ -173,8 +182,7 @@ pub(super) fn after_phase(
                 at.phase.word()
             ),
         ),
-    };
-    stop_task(run, rel, dir, kind, reason).map(Some)
+    }
 }
 
 /// Before a retry: move what the failed attempt left of its artifact (partial, malformed,

@@ -1,5 +1,5 @@
-//! One phase: render the prompt, run the agent, and say what came of it. The caller validates
-//! the artifact against a fresh snapshot.
+//! One phase: write its prompt ([`super::prompt`]), run the agent, and say what came of it.
+//! The caller validates the artifact against a fresh snapshot.
 
 use super::adapter::PhaseReport;
 use super::agent::{AgentEnd, AgentOutcome, AgentSpec, run_agent_on};
@@ -7,149 +7,14 @@ use super::event::Event;
 use super::isolation::Workspace;
 use super::sandbox::PhaseSandbox;
 use super::{Run, StopKind};
-use crate::settings::Settings;
-use crate::state::{Artifact, Phase};
+use crate::state::Phase;
 use crate::store::agent_exit::ExitRecord;
 use crate::store::journal;
-use crate::task::TASK_FILE;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
-
-/// Files a phase may read besides the artifacts, in the order the prompt lists them.
-const CONTEXT_FILES: [&str; 3] = [TASK_FILE, "PARENT_SPEC.md", "VRAM_CONFIG.md"];
-
-/// Bytes a phase's agent is given to read: its rendered prompt plus the files the prompt lists
-/// (the task's context files and the earlier artifacts). `None` when the prompt cannot be
-/// rendered (the phase itself will report why).
-pub fn context_bytes(
-    settings: &Settings,
-    phase: Phase,
-    task_rel: &str,
-    task_dir: &Path,
-    max_peak: u64,
-) -> Option<u64> {
-    let prompt = render_prompt(settings, phase, task_rel, task_dir, max_peak).ok()?;
-    let earlier = Artifact::ALL
-        .into_iter()
-        .filter(|a| *a < phase.artifact())
-        .map(Artifact::file_name);
-    let files: u64 = CONTEXT_FILES
-        .into_iter()
-        .chain(earlier)
-        .filter_map(|name| std::fs::metadata(task_dir.join(name)).ok())
-        .filter(std::fs::Metadata::is_file)
-        .map(|m| m.len())
-        .sum();
-    Some(prompt.len() as u64 + files)
-}
-
-/// Render `prompts/<phase>.md` for a task: fill the `{{placeholders}}`, append the contract
-/// when the prompt does not place it.
-pub fn render_prompt(
-    settings: &Settings,
-    phase: Phase,
-    task_rel: &str,
-    task_dir: &Path,
-    max_peak: u64,
-) -> super::Result<String> {
-    let (prompt, _) = settings.template("prompts", phase.word())?;
-    let (contract, _) = settings.template("contracts", phase.word())?;
-    let artifact = task_dir.join(phase.artifact().file_name());
-    let mut inputs = String::new();
-    let earlier = Artifact::ALL
-        .into_iter()
-        .filter(|a| *a < phase.artifact())
-        .map(Artifact::file_name);
-    for name in CONTEXT_FILES.into_iter().chain(earlier) {
-        let p = task_dir.join(name);
-        if p.is_file() {
-            inputs.push_str(&format!("- {}\n", p.display()));
-        }
-    }
-    if inputs.is_empty() {
-        inputs.push_str("- (none yet)\n");
-    }
-    let rules = match settings.find_file(".rules.md") {
-        Some((path, _)) => crate::fsx::read_to_string(&path).unwrap_or_default(),
-        None => "(none)".into(),
-    };
-    let values = [
-        ("phase", phase.word().to_string()),
-        ("task", task_rel.to_string()),
-        ("task_dir", task_dir.display().to_string()),
-        ("artifact", artifact.display().to_string()),
-        ("artifact_name", phase.artifact().file_name().to_string()),
-        ("project", settings.project.display().to_string()),
-        ("inputs", inputs.trim_end().to_string()),
-        ("rules", rules.trim_end().to_string()),
-        ("max_peak_context", max_peak.to_string()),
-        ("contract", contract.trim_end().to_string()),
-    ];
-    let mut text = fill(&prompt, &values);
-    // A person rejected this phase's last artifact: the new run answers the reason.
-    if let Some(r) = crate::task::gates::rejection_for(task_dir, phase) {
-        text.push_str(&format!(
-            "\n\n## Rejected: do it again\n\n{} rejected the previous {} at {} and said:\n\n> {}\n\n\
-             The rejected version is kept at `{}` for reference; write a new `{}` that answers \
-             the reason.\n",
-            r.who,
-            phase.artifact().file_name(),
-            r.when,
-            r.reason.trim().replace('\n', "\n> "),
-            task_dir.join(&r.rejected).display(),
-            artifact.display(),
-        ));
-    }
-    if !prompt.contains("{{contract}}") {
-        text.push_str("\n\n## Contract\n\n");
-        text.push_str(contract.trim_end());
-        text.push('\n');
-    }
-    // Every phase may ask a person instead of guessing (`contracts/questions.md`).
-    let (asking, _) = settings.template("contracts", "questions")?;
-    text.push('\n');
-    text.push_str(asking.trim_end());
-    text.push('\n');
-    Ok(text)
-}
-
-/// `template` with each `{{key}}` of `values` replaced, in one pass: unknown keys and the
-/// text of the values themselves (a rules file that mentions `{{task}}`) stay as they are.
-fn fill(template: &str, values: &[(&str, String)]) -> String {
-    const KEY_MAX: usize = 32;
-    let mut out = String::with_capacity(template.len() + 4096);
-    let mut rest = template;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        // Keys are short words: a `}}` further on closes nothing here (and a template of
-        // many `{{` is not scanned to its end for each).
-        let window = &after.as_bytes()[..after.len().min(KEY_MAX + 2)];
-        let known = window
-            .windows(2)
-            .position(|w| w == b"}}")
-            .and_then(|close| {
-                let key = &after[..close];
-                let (_, value) = values.iter().find(|(k, _)| *k == key)?;
-                Some((close, value))
-            });
-        match known {
-            Some((close, value)) => {
-                out.push_str(value);
-                rest = &after[close + 2..];
-            }
-            None => {
-                out.push_str("{{");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
 
 /// The next free attempt number of `<task>/logs/<stem>-<n>.log`.
 pub fn next_attempt(logs: &Path, stem: &str) -> u32 {
@@ -230,6 +95,40 @@ pub fn run_phase(
     run_phase_noted(run, phase, task_rel, task_dir, ws, None)
 }
 
+/// Where one run of a phase keeps its files: the task's logs/, the attempt's number, its log
+/// and its prompt.
+struct AttemptFiles {
+    logs: PathBuf,
+    /// A Slurm job an earlier, killed run submitted for this phase (its id and attempt).
+    reattach: Option<(u64, u32)>,
+    attempt: u32,
+    log: PathBuf,
+    prompt_file: PathBuf,
+}
+
+fn attempt_files(
+    run: &Run<'_>,
+    phase: Phase,
+    task_rel: &str,
+    task_dir: &Path,
+) -> super::Result<AttemptFiles> {
+    let logs = logs_dir(task_rel, task_dir)?;
+    // Re-attach to a job a killed run submitted (same attempt, same log) rather than submit
+    // a second one.
+    let reattach = reattachable_job(run, phase, &logs);
+    let attempt = match &reattach {
+        Some((_, n)) => *n,
+        None => next_attempt(&logs, phase.word()),
+    };
+    Ok(AttemptFiles {
+        log: logs.join(format!("{}-{attempt}.log", phase.word())),
+        prompt_file: logs.join(format!("{}-{attempt}.prompt.md", phase.word())),
+        logs,
+        reattach,
+        attempt,
+    })
+}
+
 /// [`run_phase`] with a note appended to the prompt (why the phase runs again).
 pub fn run_phase_noted(
     run: &Run<'_>,
@@ -239,17 +138,15 @@ pub fn run_phase_noted(
     ws: Option<&Workspace>,
     note: Option<&str>,
 ) -> super::Result<PhaseRun> {
-    let logs = logs_dir(task_rel, task_dir)?;
-    // A Slurm job an earlier, killed run submitted for this phase: re-attach to it (same
-    // attempt, same log) rather than submit a second job.
-    let reattach = reattachable_job(run, phase, &logs);
-    let attempt = match &reattach {
-        Some((_, n)) => *n,
-        None => next_attempt(&logs, phase.word()),
-    };
-    let log = logs.join(format!("{}-{attempt}.log", phase.word()));
-    let prompt_file = logs.join(format!("{}-{attempt}.prompt.md", phase.word()));
-    let prompt = write_prompt(run, phase, task_rel, task_dir, ws, &prompt_file, note)?;
+    let AttemptFiles {
+        logs,
+        reattach,
+        attempt,
+        log,
+        prompt_file,
+    } = attempt_files(run, phase, task_rel, task_dir)?;
+    let prompt =
+        super::prompt::write_prompt(run, phase, task_rel, task_dir, ws, &prompt_file, note)?;
     let env = phase_env(run, phase, task_rel, task_dir, ws, attempt, &prompt_file);
     run.progress.event(&Event::PhaseStarted {
         task: task_rel,
@@ -345,7 +242,7 @@ fn in_sandbox(
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let path = std::env::var("PATH").ok();
     let exe = std::env::current_exe()?;
-    let mounts = super::sandbox::Mounts {
+    let mounts = super::sandbox::bwrap::Mounts {
         project: &run.settings.project,
         cwd,
         task_dir,
@@ -482,31 +379,6 @@ fn agent_pid_file(
     }
 }
 
-/// The phase's prompt, with `note` (why the phase runs again) appended, written beside its
-/// log for the record.
-fn write_prompt(
-    run: &Run<'_>,
-    phase: Phase,
-    task_rel: &str,
-    task_dir: &Path,
-    ws: Option<&Workspace>,
-    prompt_file: &Path,
-    note: Option<&str>,
-) -> super::Result<String> {
-    let mut prompt = render_prompt(run.settings, phase, task_rel, task_dir, run.max_peak)?;
-    let decisions = super::questions::decisions_section(&run.settings.project, task_rel);
-    let rework = super::rework::prompt_section(run, phase, task_dir, ws);
-    let notes = [decisions.as_deref(), rework.as_deref(), note];
-    for note in notes.into_iter().flatten() {
-        prompt.push_str("\n\n");
-        prompt.push_str(note.trim_end());
-        prompt.push('\n');
-    }
-    // Re-rendered when the phase runs again: no fsync (see `fsx`).
-    crate::fsx::write_rebuildable(prompt_file, prompt.as_bytes())?;
-    Ok(prompt)
-}
-
 /// Run the agent once a slot (and, for a local model, its VRAM) is free; on a terminal the
 /// live line is redrawn once a second meanwhile.
 fn run_in_slot(
@@ -635,28 +507,4 @@ pub(super) fn port_env(run: &Run<'_>, task_rel: &str) -> Option<(String, String)
     run.ports
         .port_of(task_rel)
         .map(|p| ("AUTOMATON_PORT".to_string(), p.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::fill;
-
-    #[test]
-    fn placeholders_are_filled_in_one_pass() {
-        let values = [
-            ("task", "tasks/a".to_string()),
-            ("rules", "say {{task}} literally".to_string()),
-        ];
-        assert_eq!(
-            fill("{{task}}: {{rules}}; {{unknown}} {{task", &values),
-            "tasks/a: say {{task}} literally; {{unknown}} {{task"
-        );
-        assert_eq!(fill("{{{{task}}}}", &values), "{{tasks/a}}");
-        let long = format!("{{{{{}}}}} {{{{task}}}}", "é".repeat(40));
-        assert_eq!(
-            fill(&long, &values),
-            format!("{{{{{}}}}} tasks/a", "é".repeat(40))
-        );
-        assert_eq!(fill("", &values), "");
-    }
 }
