@@ -828,18 +828,6 @@ pub fn referee_again(prefix: &str, rel: &str, step: bool) -> String {
     format!("{prefix} orchestrate --task {rel} --referee-again{step_flag}")
 }
 
-/// A state word as the `Status` line says it: `Complete (state `complete`)`, `Human
-/// Intervention (state `human_intervention`)`, or, not terminal, the phase that runs next
-/// (`next: bug_find`).
-fn state_phrase(word: &str) -> String {
-    match State::parse(word) {
-        Some(State::Complete) => "Complete (state `complete`)".into(),
-        Some(State::HumanIntervention) => "Human Intervention (state `human_intervention`)".into(),
-        Some(State::Next(p)) => format!("next: {}", p.word()),
-        None => format!("unknown (state `{word}`)"),
-    }
-}
-
 /// `- **Usage**: 1,234 tokens, $0.12, 8 phases (1,200 in / 34 out, 9.5s, claude-x)`, only when
 /// an agent reported tokens or a cost.
 fn usage_line(u: &Usage) -> Option<String> {
@@ -1125,7 +1113,13 @@ fn render_integration(i: &Integration, out: &mut String) {
 /// The fix tasks of a task: those that exist, with their states and commands, then (in
 /// `status`) those manual mode would create; once every one is complete, the command that runs
 /// the original task's referee again. `created`: manual mode has just made the missing ones.
-pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut String) {
+pub fn render_fix_tasks(
+    tree: &TaskTree,
+    v: &TaskView,
+    created: bool,
+    prefix: &str,
+    out: &mut String,
+) {
     if v.fix_tasks.is_empty() {
         return;
     }
@@ -1141,11 +1135,14 @@ pub fn render_fix_tasks(v: &TaskView, created: bool, prefix: &str, out: &mut Str
             } else {
                 format!("{prefix} orchestrate --task {}{step_flag}", f.path)
             };
+            // The fix task's own Status line, as its block below says it.
+            let status = tree
+                .find(&f.path)
+                .map_or_else(|| word.to_string(), |i| status_text(tree, i));
             let _ = writeln!(
                 out,
-                "- **{}** — Status: {} — Command: {command}",
-                f.path,
-                state_phrase(word)
+                "- **{}** — Status: {status} — Command: {command}",
+                f.path
             );
         }
     }
@@ -1295,7 +1292,7 @@ impl std::fmt::Display for Report<'_> {
             }
             let v = task_view_mode(tree, i, prefix, !self.auto_execute);
             render_task(&v, self.auto_execute, &mut out);
-            render_fix_tasks(&v, self.fixes_created, prefix, &mut out);
+            render_fix_tasks(tree, &v, self.fixes_created, prefix, &mut out);
             f.write_str(&out)?;
         }
         Ok(())

@@ -331,7 +331,7 @@ fn fix_tasks_are_tracked_and_lead_back_to_the_referee() {
         .success()
         .stdout(predicate::str::contains("Tasks manual mode creates").not())
         .stdout(predicate::str::contains(
-            "**Auto-created tasks from tasks/auth**:\n- **tasks/auth-fix-token-leak** — Status: next: bug_find — Command: automaton orchestrate --task tasks/auth-fix-token-leak\n",
+            "**Auto-created tasks from tasks/auth**:\n- **tasks/auth-fix-token-leak** — Status: New (from tasks/auth); next: bug_find — Command: automaton orchestrate --task tasks/auth-fix-token-leak\n",
         ))
         // The original's next command runs its fix task.
         .stdout(predicate::str::contains(

@@ -166,8 +166,9 @@ fn a_fail_verdict_names_the_task_its_verdict_file_and_the_way_out() {
         manual.contains("- **Status**: New (from tasks/add-auth); next: bug_find\n"),
         "{manual}"
     );
+    // The list of fix tasks says each one's Status as its own block does.
     assert!(
-        manual.contains("— Status: next: bug_find — Command:"),
+        manual.contains("— Status: New (from tasks/add-auth); next: bug_find — Command:"),
         "{manual}"
     );
 }
