@@ -80,7 +80,9 @@ def check_worktrees(project, task, agent, want_usage):
         check_task("complete", project, rel, agent, want_usage)
         branch = "automaton/%s--%s" % (parent, sub)
         worktree = os.path.join(wt_root, "%s--%s" % (parent, sub))
-        mine = [r for r in reqs if (r.get("prompt") or {}).get("task") == rel]
+        # The agent's own turns; a side call (a title, a routing question) carries no cwd.
+        mine = [r for r in reqs if (r.get("prompt") or {}).get("task") == rel
+                and not r["prompt"].get("side")]
         check(mine, "%s: the stub saw no request" % rel)
         cwds = sorted({os.path.realpath(r["prompt"].get("cwd") or "?") for r in mine})
         check(cwds == [worktree], "%s: the CLI ran in %s, not its worktree %s"

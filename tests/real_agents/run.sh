@@ -18,9 +18,10 @@
 #    it (tests/real_agents/check.py): every artifact written by the CLI itself, .state complete,
 #    usage in the journal (claude, codex). Extra paths: a FAIL verdict (codex, exit 10), the
 #    agent's own error signal (claude and codex against a model error, exit 12), the
-#    examples/agents/ recipes as the agent command (claude, codex), and worktree isolation
-#    (claude, codex): a task split into two wave-1 sub-tasks run with --jobs 2, each in its own
-#    worktree, merged into the integration branch, the project root's checkout untouched; and
+#    examples/agents/ recipes as the agent command (claude, codex, gemini, opencode), and
+#    worktree isolation (claude, codex, gemini, opencode): a task split into two wave-1
+#    sub-tasks run with --jobs 2, each in its own worktree, merged into the integration branch,
+#    the project root's checkout untouched; and
 #    the sandbox (claude, codex): with `- **Sandbox**: bwrap` the model first tells the agent to
 #    delete a file in the home folder, copy an SSH key, write beside the project and reach a host
 #    not allowed; each must fail (the victims survive, the refused host is in the journal) and
@@ -409,6 +410,7 @@ for cli in $REAL_AGENTS; do
             scenario_retry "$cli" "$cli-lifecycle" "add a greeting script" 0 complete --usage
             scenario_retry "$cli" "$cli-model-error" "model-error on every call" 12 agent_failed
             RECIPE=1 scenario_retry "$cli" "$cli-recipe" "add a greeting script" 0 complete --usage
+            WORKTREE=1 scenario_retry "$cli" "$cli-worktrees" "split the greeting" 0 worktrees --usage
             if [ "$cli" = opencode ]; then
                 OLLAMA_CTX=32768 scenario_retry opencode opencode-ollama "add a greeting script on ollama" 0 complete --usage
             fi ;;

@@ -46,10 +46,15 @@ PHASE_RE = re.compile(r"# Phase `([a-z_]+)`")
 TASK_RE = re.compile(r"\btask `([^`\s]+)`")
 PROJECT_RE = re.compile(r"project at `([^`]+)`")
 ARTIFACT_RE = re.compile(r"## Write `([A-Z_]+\.md)` at `([^`]+)`")
-# The CLI's working directory, as it tells its model: Claude Code's environment section, Codex's
-# <environment_context>.
+# The CLI's working directory, as it tells its model: Claude Code's environment section (and
+# opencode's <env>), Codex's <environment_context>, the first of Gemini CLI's workspace
+# directories (its session context; the others are the included ones).
 CWD_RES = (re.compile(r"(?:Primary working directory|Working directory|CWD):\s*(/\S+)"),
-           re.compile(r"<cwd>\s*(/[^<\s]+)\s*</cwd>"))
+           re.compile(r"<cwd>\s*(/[^<\s]+)\s*</cwd>"),
+           re.compile(r"\*\*Workspace Directories:\*\*\s*\n\s*-\s*(/\S+)"))
+# A CLI's side call, not a turn of the agent's work (and without its environment): opencode's
+# title for the session, Gemini CLI's JSON calls (model routing, the next-speaker check).
+TITLE_RE = re.compile(r"You are a title generator")
 
 TITLES = {
     "SPEC.md": "Specification",
@@ -81,8 +86,8 @@ def strings(node):
 
 
 def read_prompt(req):
-    """(phase, task, project, artifact name, artifact absolute path, the CLI's cwd) from
-    automaton's prompt and the CLI's own context."""
+    """(phase, task, project, artifact name, artifact absolute path, the CLI's cwd, whether it
+    is a side call) from automaton's prompt and the CLI's own context."""
     text = "\n".join(strings(req.get("messages") or req.get("input") or req.get("contents") or []))
     found = {}
     for key, rx in (("phase", PHASE_RE), ("task", TASK_RE), ("project", PROJECT_RE)):
@@ -92,6 +97,8 @@ def read_prompt(req):
     m = ARTIFACT_RE.search(text)
     found["name"], found["path"] = (m.group(1), m.group(2)) if m else (None, None)
     everything = "\n".join(strings(req))
+    found["side"] = bool(TITLE_RE.search(everything)) or (
+        (req.get("generationConfig") or {}).get("responseMimeType") == "application/json")
     found["cwd"] = None
     for rx in CWD_RES:
         m = rx.search(everything)
