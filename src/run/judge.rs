@@ -414,17 +414,21 @@ fn accept(
     read_warnings: Vec<String>,
 ) -> super::Result<PhaseEnd> {
     let (o, rep) = (&pr.outcome, &pr.report);
-    if judged_snap.incomplete.take().is_some() {
-        crate::store::task_files::clear_incomplete(dir)?;
-    }
-    // A PASS under a verify command is not complete until the command passed: marked before
-    // anything else can read it as complete.
+    // A PASS under a verify command is not complete until the command passed: marked while
+    // the `.incomplete` marker still holds the verdict back, so that no moment (and no kill)
+    // leaves a PASS that reads as complete unverified; a sub-task read so would never be
+    // verified, its wave taking it for done.
     let pass = judged_snap
         .verdict
         .as_ref()
         .is_some_and(|v| matches!(v.verdict, Ok(crate::state::Verdict::Pass)));
     if phase == Phase::Referee && pass && run.verify_command.is_some() {
         super::driver::mark_verify_due(dir)?;
+    }
+    #[cfg(debug_assertions)]
+    super::phase::kill_for_tests("AUTOMATON_TEST_KILL_ACCEPTING", phase);
+    if judged_snap.incomplete.take().is_some() {
+        crate::store::task_files::clear_incomplete(dir)?;
     }
     // Unmarked, the folder read for the judge is what a read now would give: reused.
     let mut tree = gated(

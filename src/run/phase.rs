@@ -209,7 +209,7 @@ pub fn run_phase_noted(
     };
     let outcome = run_in_slot(run, task_rel, task_dir, phase, &spec, reattach, &show)?;
     #[cfg(debug_assertions)]
-    kill_for_tests(phase);
+    kill_for_tests("AUTOMATON_TEST_KILL_AFTER", phase);
     warn_leftovers(run, task_rel, &outcome);
     let refused = sandbox.map(PhaseSandbox::finish).unwrap_or_default();
     note_refused(&log, &refused);
@@ -270,12 +270,14 @@ fn note_refused(log: &Path, refused: &[(String, u32)]) {
     }
 }
 
-/// Test builds only: `AUTOMATON_TEST_KILL_AFTER=<phase>` kills automaton (SIGKILL) the moment
-/// that phase's agent has ended, before anything of it is judged or recorded: the window in
-/// which only the watchdog's exit record knows the agent finished.
+/// Test builds only: `<variable>=<phase>` kills automaton (SIGKILL) at one point of that
+/// phase. `AUTOMATON_TEST_KILL_AFTER`: the moment its agent has ended, before anything of it
+/// is judged or recorded (only the watchdog's exit record knows the agent finished);
+/// `AUTOMATON_TEST_KILL_ACCEPTING`: in the middle of accepting its artifact, before the
+/// `.incomplete` marker goes.
 #[cfg(debug_assertions)]
-fn kill_for_tests(phase: Phase) {
-    if std::env::var("AUTOMATON_TEST_KILL_AFTER").is_ok_and(|p| p == phase.word()) {
+pub(super) fn kill_for_tests(variable: &str, phase: Phase) {
+    if std::env::var(variable).is_ok_and(|p| p == phase.word()) {
         let _ =
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }

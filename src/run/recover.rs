@@ -22,7 +22,7 @@
 
 use super::Run;
 use super::event::Event;
-use crate::state::State;
+use crate::state::{Artifact, State};
 use crate::store::task_files::{clear_incomplete, read_marker, write_state};
 use crate::task::TaskTree;
 use std::path::{Path, PathBuf};
@@ -63,6 +63,10 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
                 task: &node.rel,
                 artifact: marker.artifact.file_name(),
             });
+            // A verdict of theirs is verified like the referee's before a PASS counts.
+            if marker.artifact == Artifact::Verdict && run.verify_command.is_some() {
+                super::driver::mark_verify_due(&node.dir)?;
+            }
             clear_incomplete(&node.dir)?;
         } else if let Some(marker) = marked
             && super::phase::finished_unjudged(&node.dir).is_none()

@@ -990,3 +990,106 @@ fn a_task_folder_deleted_mid_run_stops_the_run_and_is_not_recreated() {
     assert!(text.contains("tasks/gone disappeared"), "{text}");
     assert!(!p.join("tasks/gone").exists(), "recreated:\n{text}");
 }
+
+/// A decomposed task of two wave-1 sub-tasks under a verify command (which notes each run in
+/// `verify-runs`), design and test design off; its decomposition phase plans `a` and `b`.
+fn verified_split_project() -> (Project, &'static str) {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "## Phases\n- **Decomposition**: Yes\n- **Design**: No\n- **Test design**: No\n\n\
+         ## Agent\n- **Verify command**: echo ran >> \"$AUTOMATON_PROJECT/verify-runs\"\n",
+    );
+    p.write("tasks/p/TASK.md", "# Task\n\np\n");
+    let agent = "cat >/dev/null; case \"$AUTOMATON_TASK:$AUTOMATON_PHASE\" in \
+        tasks/p:decomposition) printf '| Sub-task | Wave | Depends on |\\n|---|---|---|\\n| a | 1 | - |\\n| b | 1 | - |\\n' > \"$AUTOMATON_ARTIFACT\" ;; \
+        *:referee) echo 'Verdict: PASS' > \"$AUTOMATON_ARTIFACT\" ;; \
+        *) echo done > \"$AUTOMATON_ARTIFACT\" ;; esac";
+    (p, agent)
+}
+
+/// Every sub-task of the verified split project is complete by its verify command's pass for
+/// its very verdict, and its `.state` says so.
+fn assert_subtasks_verified(p: &Project, text: &str) {
+    for sub in ["a", "b"] {
+        let dir = format!("tasks/p/subtasks/{sub}");
+        assert!(
+            p.join(&format!("{dir}/logs/verified")).exists(),
+            "{dir}'s PASS was never verified:\n{text}"
+        );
+        assert_eq!(
+            p.read(&format!("{dir}/.state")),
+            "complete\n",
+            "{dir}:\n{text}"
+        );
+    }
+}
+
+/// A kill while a sub-task's PASS is being accepted, under a verify command: the rerun runs
+/// its verify before the sub-task counts as complete. Its wave never takes an unverified PASS
+/// for done (`.state` would say `referee` while `status` said complete).
+#[test]
+fn a_kill_while_a_subtasks_pass_is_accepted_leaves_it_to_be_verified() {
+    let (p, agent) = verified_split_project();
+    let out = p
+        .orchestrate_cmd()
+        .env("AUTOMATON_TEST_KILL_ACCEPTING", "referee")
+        .args(["--agent", agent, "--jobs", "1", "--task", "tasks/p"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), None, "killed: {}", output_text(&out));
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", agent, "--jobs", "1", "--task", "tasks/p"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_subtasks_verified(&p, &text);
+}
+
+/// A person's VERDICT.md in place of the one a stopped run wrote is kept, and verified like
+/// the referee's before the sub-task counts as complete.
+#[test]
+fn a_persons_pass_for_a_subtask_is_verified_before_it_counts() {
+    let (p, agent) = verified_split_project();
+    let config = p.read(".automaton/config.md");
+    p.write(
+        ".automaton/config.md",
+        format!("{config}\n## Limits\n- **Retries**: 0\n"),
+    );
+    // Sub-task a's referee writes its verdict, then fails: the run stops with it unaccepted.
+    let failing = format!(
+        "if [ \"$AUTOMATON_TASK:$AUTOMATON_PHASE\" = tasks/p/subtasks/a:referee ]; then \
+         cat >/dev/null; echo 'Verdict: FAIL' > \"$AUTOMATON_ARTIFACT\"; exit 3; fi; {agent}"
+    );
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", &failing, "--jobs", "1", "--task", "tasks/p"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    // Sub-tasks failed (18): a's stop names its agent's end.
+    assert_eq!(out.status.code(), Some(18), "{text}");
+    assert!(
+        text.contains("agent exited with status 3 during referee"),
+        "{text}"
+    );
+    p.write(
+        "tasks/p/subtasks/a/VERDICT.md",
+        "Verdict: PASS\n\nChecked by hand.\n",
+    );
+    let out = p
+        .orchestrate_cmd()
+        .args(["--agent", agent, "--jobs", "1", "--task", "tasks/p"])
+        .output()
+        .unwrap();
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("your version is used"), "{text}");
+    assert_eq!(
+        p.read("tasks/p/subtasks/a/VERDICT.md"),
+        "Verdict: PASS\n\nChecked by hand.\n"
+    );
+    assert_subtasks_verified(&p, &text);
+}
