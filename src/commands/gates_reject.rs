@@ -65,7 +65,9 @@ pub(super) fn reject_merge(
             note: None,
             reason: Some(reason.to_string()),
             artifacts: decided_on,
-            phase: Some(crate::state::Phase::Implement.word().to_string()),
+            // The reason reaches implement once, as the round's finding, not also as a
+            // rejection of its artifact.
+            phase: None,
             rejected: Some(kept.clone()),
         },
     )?;

@@ -267,8 +267,10 @@ impl TaskTree {
         if gates.is_empty() {
             return;
         }
+        // Whether a branch is merged costs a git process: asked only where merge is a gate.
+        let merge_gated = gates.contains(&Gate::Merge);
         for node in &mut self.nodes {
-            let Some(gate) = gate_before(node) else {
+            let Some(gate) = gate_before(node, merge_gated) else {
                 continue;
             };
             if !gates.contains(&gate) {
@@ -281,8 +283,9 @@ impl TaskTree {
     }
 }
 
-/// The gate a task stands before now, if any could stand there.
-fn gate_before(node: &TaskNode) -> Option<Gate> {
+/// The gate a task stands before now, if any could stand there (the merge only when
+/// `merge_gated`).
+fn gate_before(node: &TaskNode, merge_gated: bool) -> Option<Gate> {
     match node.state() {
         State::Next(Phase::Decomposition) => match &node.snap.plan {
             None => Some(Gate::Phase(Phase::Decomposition)),
@@ -293,7 +296,7 @@ fn gate_before(node: &TaskNode) -> Option<Gate> {
             Some(_) => None,
         },
         State::Next(phase) => Some(Gate::Phase(phase)),
-        State::Complete if node.parent.is_none() && node.snap.has_isolation => {
+        State::Complete if merge_gated && node.parent.is_none() && node.snap.has_isolation => {
             let rec = crate::store::isolation::read(&node.dir)?;
             let merged = rec.base_branch.as_deref().is_some_and(|base| {
                 crate::git::Repo::at(&node.dir)

@@ -376,6 +376,8 @@ fn rejecting_at_the_merge_gate_reworks_with_the_reason_then_waits_again() {
         "{prompt}"
     );
     assert!(prompt.contains("also greet in French"), "{prompt}");
+    // Said as the round's finding, not also as a rejection of implement's artifact.
+    assert!(!prompt.contains("## Rejected: do it again"), "{prompt}");
     assert!(
         read_if(&p, "tasks/a/logs/referee-2.prompt.md")
             .contains("## Rework round 1: review what this round changed")
