@@ -8,7 +8,6 @@ use super::gates::reset_state;
 use super::{Ctx, out};
 use crate::plan::gate::Gate;
 use crate::settings::Settings;
-use crate::state::Artifact;
 use crate::store::approvals::{self, APPROVALS_VERSION, Record, RecordKind};
 use crate::store::rework::{self, REJECTED_AT_MERGE};
 use crate::store::{inputs, isolation};
@@ -33,11 +32,7 @@ pub(super) fn reject_merge(
         let wt = std::path::Path::new(&r.worktree);
         crate::git::Repo::at(wt).head(wt).ok()
     });
-    let moved: Vec<&'static str> = Artifact::ALL
-        .into_iter()
-        .filter(|a| *a >= Artifact::Implementation)
-        .map(Artifact::file_name)
-        .collect();
+    let moved = rework::set_aside();
     let findings = format!(
         "A person ({who}, at {when}) looked at what the branch changes at the merge gate \
          (`- **Approve before**: merge`) and sent it back instead of merging it. Their \

@@ -52,11 +52,7 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
         )));
     }
     if let Some(wait) = node.approval.as_ref().filter(|w| w.gate == Gate::Merge) {
-        let lapsed = wait
-            .lapsed
-            .as_deref()
-            .map(|why| format!(" (the approval lapsed: {why})"))
-            .unwrap_or_default();
+        let lapsed = wait.lapsed_note();
         let prefix = ctx.command_prefix();
         return Err(Error::AwaitingApproval(format!(
             "{rel} waits for approval before its branch {} is merged (`- **Approve before**: \

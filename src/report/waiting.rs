@@ -244,8 +244,7 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
         let lapsed = node
             .approval
             .as_ref()
-            .and_then(|w| w.lapsed.as_deref())
-            .map(|l| format!(" (the approval lapsed: {l})"))
+            .map(|w| w.lapsed_note())
             .unwrap_or_default();
         return Wait::person(
             PersonDecision::ApproveGate,

@@ -68,10 +68,6 @@ pub(super) fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
     tree
 }
 
-fn has_plan(node: &TaskNode) -> bool {
-    matches!(node.snap.plan, Some(Ok(_)))
-}
-
 /// The hash the verify command last passed for, if any.
 pub(super) fn verified_hash(dir: &Path) -> Option<String> {
     crate::fsx::read_to_string(dir.join(VERIFIED_FILE)).ok()
@@ -225,18 +221,16 @@ impl Drive<'_, '_> {
         if node.snap.state_file != Some(state) && action != Action::Verify {
             write_state(dir, state)?;
         }
+        // A complete decomposed task's merge-backs are walked once more before it counts as
+        // complete, or waits at the merge gate.
+        if matches!(
+            action,
+            Action::Complete | Action::AwaitApproval(Gate::Merge)
+        ) && let Some(walked) = walk_merges_once(&mut self.merged_all, run, rel, self.ws, node)
+        {
+            return walked;
+        }
         match action {
-            // A complete decomposed task's merge-backs are walked once before it waits at the
-            // merge gate, as before it counts as complete.
-            Action::AwaitApproval(Gate::Merge)
-                if self.ws.is_some() && has_plan(node) && !self.merged_all =>
-            {
-                self.merged_all = true;
-                let Some(Ok(plan)) = &node.snap.plan else {
-                    unreachable!("has_plan")
-                };
-                run_waves(run, rel, plan, self.ws)
-            }
             Action::EndRun(StopKind::TotalTimeCap | StopKind::RunBudget)
             | Action::OverBudget(_)
             | Action::Frozen
@@ -338,26 +332,39 @@ impl Drive<'_, '_> {
         )
     }
 
-    /// The planner says complete. A decomposed task is complete once its sub-tasks passed,
-    /// but with isolation their work reaches its branch only by merge-back and the
-    /// integration gate: a run killed between a sub-task's PASS and its merge left that
-    /// undone, so the waves are walked once more first.
+    /// The planner says complete, and the merge-backs are walked.
     fn complete(
         &mut self,
         tree: TaskTree,
         last: &mut Option<TaskTree>,
     ) -> super::Result<Option<Outcome>> {
-        let node = &tree.nodes[0];
-        if let (Some(pws), Some(Ok(plan)), false) = (self.ws, &node.snap.plan, self.merged_all) {
-            self.merged_all = true;
-            return run_waves(self.run, self.rel, plan, Some(pws));
-        }
         self.run
             .progress
             .event(&Event::TaskComplete { task: self.rel });
         *last = Some(tree);
         Ok(Some(Outcome::Complete))
     }
+}
+
+/// A decomposed task is complete once its sub-tasks passed, but with isolation their work
+/// reaches its branch only by merge-back and the integration gate: a run killed between a
+/// sub-task's PASS and its merge left that undone, so the waves are walked once more
+/// first. `None` once walked in this drive, or with nothing to walk.
+fn walk_merges_once(
+    merged_all: &mut bool,
+    run: &Run<'_>,
+    rel: &str,
+    ws: Option<&Workspace>,
+    node: &TaskNode,
+) -> Option<super::Result<Option<Outcome>>> {
+    let (Some(ws), Some(Ok(plan))) = (ws, &node.snap.plan) else {
+        return None;
+    };
+    if *merged_all {
+        return None;
+    }
+    *merged_all = true;
+    Some(run_waves(run, rel, plan, Some(ws)))
 }
 
 /// Why the sub-task `rel` (or a parent above it) may not start now by its parent's plan,

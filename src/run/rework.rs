@@ -21,15 +21,6 @@ const FINDINGS_MAX_BYTES: usize = 16 * 1024;
 /// The lines of a failing check's output that the findings quote.
 const OUTPUT_TAIL_LINES: usize = 40;
 
-/// The artifacts a round sets aside: implement's and every later one.
-fn set_aside() -> Vec<&'static str> {
-    Artifact::ALL
-        .into_iter()
-        .filter(|a| *a >= Artifact::Implementation)
-        .map(Artifact::file_name)
-        .collect()
-}
-
 /// What the planner is told about a task whose referee said FAIL or NEEDS_REVIEW.
 pub(super) fn for_verdict(run: &Run<'_>, dir: &Path) -> Rework {
     if run.cfg.rework == 0 {
@@ -126,7 +117,7 @@ fn start(
     findings: &str,
 ) -> super::Result<()> {
     let base = ws.and_then(|w| crate::git::Repo::at(&w.worktree).head(&w.worktree).ok());
-    let moved = set_aside();
+    let moved = rounds::set_aside();
     let kept = rounds::begin(dir, cause, base.as_deref(), findings, &moved)?;
     crate::store::inputs::forget(dir, &moved)?;
     run.progress.event(&Event::ReworkStarted {
@@ -141,7 +132,7 @@ fn start(
 
 /// Finish a round a killed run left half-made, before anything is decided.
 pub(super) fn recover(dir: &Path) -> std::io::Result<()> {
-    rounds::finish_pending(dir, &set_aside()).map(drop)
+    rounds::finish_pending(dir, &rounds::set_aside()).map(drop)
 }
 
 /// `reason` with why rework did not go on and each round's cause, for a task stopped with

@@ -71,8 +71,7 @@ pub(super) fn stop_reason(
             let lapsed = node
                 .approval
                 .as_ref()
-                .and_then(|w| w.lapsed.as_deref())
-                .map(|why| format!(" (the approval lapsed: {why})"))
+                .map(|w| w.lapsed_note())
                 .unwrap_or_default();
             (
                 StopKind::AwaitingApproval,

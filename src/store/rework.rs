@@ -103,6 +103,15 @@ fn read_round(dir: &Path, number: u32) -> Round {
     }
 }
 
+/// The artifacts a round sets aside: implement's and every later one.
+pub fn set_aside() -> Vec<&'static str> {
+    crate::state::Artifact::ALL
+        .into_iter()
+        .filter(|a| *a >= crate::state::Artifact::Implementation)
+        .map(crate::state::Artifact::file_name)
+        .collect()
+}
+
 /// Start the next round: write its findings, move `artifacts` (file names in the task
 /// folder, those present) into it, and give it its number. Returns the round's folder.
 pub fn begin(

@@ -22,6 +22,16 @@ pub struct ApprovalWait {
     pub lapsed: Option<String>,
 }
 
+impl ApprovalWait {
+    /// ` (the approval lapsed: why)` after the wait's words, or nothing.
+    pub fn lapsed_note(&self) -> String {
+        self.lapsed
+            .as_deref()
+            .map(|why| format!(" (the approval lapsed: {why})"))
+            .unwrap_or_default()
+    }
+}
+
 /// An artifact built on inputs that changed since.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StaleArtifact {
