@@ -16,7 +16,7 @@ use crate::store::task_files::{clear_stop, write_state};
 use crate::store::{inputs, lock};
 use crate::task::TaskTree;
 use crate::task::frozen::Acceptance;
-use crate::task::gates::{covered, hashes};
+use crate::task::gates::decided_on;
 use std::fs;
 use std::path::Path;
 
@@ -117,7 +117,7 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             when: approvals::now(),
             note: args.note.clone(),
             reason: None,
-            artifacts: hashes(&node.dir, &covered(&node.snap, wait.gate)),
+            artifacts: decided_on(&node.dir, &node.snap, wait.gate),
             phase: None,
             rejected: None,
         };

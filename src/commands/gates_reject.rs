@@ -12,7 +12,7 @@ use crate::store::approvals::{self, APPROVALS_VERSION, Record, RecordKind};
 use crate::store::rework::{self, REJECTED_AT_MERGE};
 use crate::store::{inputs, isolation};
 use crate::task::TaskNode;
-use crate::task::gates::{covered, hashes};
+use crate::task::gates::decided_on;
 
 pub(super) fn reject_merge(
     ctx: &Ctx,
@@ -25,7 +25,7 @@ pub(super) fn reject_merge(
     let who = approvals::who();
     let when = approvals::now();
     // What the person saw and rejected, taken before the round moves it.
-    let decided_on = hashes(dir, &covered(&node.snap, Gate::Merge));
+    let seen = decided_on(dir, &node.snap, Gate::Merge);
     // With the branch's tip as the round's base, the review phases get only what the round
     // changes.
     let base = isolation::read(dir).and_then(|r| {
@@ -59,7 +59,7 @@ pub(super) fn reject_merge(
             when,
             note: None,
             reason: Some(reason.to_string()),
-            artifacts: decided_on,
+            artifacts: seen,
             // The reason reaches implement once, as the round's finding, not also as a
             // rejection of its artifact.
             phase: None,

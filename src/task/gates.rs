@@ -68,6 +68,20 @@ pub fn covered(snap: &Snapshot, gate: Gate) -> Vec<Artifact> {
         .collect()
 }
 
+/// What a decision on `gate` is taken on, as the approval record keeps it: the hashes of the
+/// artifacts it covers, and for the merge also the branch's tip (`branch <name>` → the
+/// commit), so that a commit added after the approval lets it lapse.
+pub fn decided_on(dir: &Path, snap: &Snapshot, gate: Gate) -> BTreeMap<String, String> {
+    let mut on = hashes(dir, &covered(snap, gate));
+    if gate == Gate::Merge
+        && let Some(rec) = crate::store::isolation::read(dir)
+        && let Some(tip) = crate::git::Repo::at(dir).branch_tip(&rec.branch)
+    {
+        on.insert(format!("branch {}", rec.branch), tip);
+    }
+    on
+}
+
 /// SHA-256 of each artifact, by file name (an unreadable one is left out).
 pub fn hashes(dir: &Path, artifacts: &[Artifact]) -> BTreeMap<String, String> {
     hashes_reusing(dir, artifacts, None)
@@ -126,7 +140,7 @@ pub fn approval_wait(
     if last.kind == RecordKind::Reject {
         return wait(None);
     }
-    match lapse(last, &hashes(dir, &covers)) {
+    match lapse(last, &decided_on(dir, snap, gate)) {
         None => None,
         Some(why) => wait(Some(why)),
     }

@@ -338,6 +338,39 @@ fn the_merge_gate_shows_the_diff_refuses_merge_until_approved_then_merges() {
         .run();
 }
 
+/// The approval covers the branch as it was: a commit added to it afterwards lets the
+/// approval lapse, and `merge` refuses again until the new tip is approved.
+#[test]
+fn a_commit_after_the_merge_approval_lets_it_lapse() {
+    let p = merge_project(0);
+    complete_at_the_merge_gate(&p);
+    in_repo(&p, p.test())
+        .args(["approve", TASK])
+        .stdout_any()
+        .run();
+    assert!(p.task_json(TASK)["awaiting_approval"].is_null());
+
+    let worktree = p.task_json(TASK)["worktree"].as_str().unwrap().to_string();
+    let wt = std::path::Path::new(&worktree);
+    std::fs::write(wt.join("later.txt"), "added after the approval\n").unwrap();
+    git(wt, &["add", "later.txt"]);
+    git(wt, &["commit", "--quiet", "-m", "a later change"]);
+
+    let t = p.task_json(TASK);
+    assert_eq!(t["awaiting_approval"], "merge", "{t:#}");
+    let lapsed = t["approval_lapsed"].as_str().unwrap_or_default();
+    assert!(
+        lapsed.contains("branch automaton/a changed after merge was approved"),
+        "{t:#}"
+    );
+    in_repo(&p, p.test())
+        .args(["merge", TASK])
+        .status(AWAITING_APPROVAL)
+        .stderr_any()
+        .run();
+    assert!(!p.join("later.txt").exists(), "merged unreviewed");
+}
+
 #[test]
 fn rejecting_at_the_merge_gate_reworks_with_the_reason_then_waits_again() {
     // `- **Rework**: 0`: the round is the person's, not one of the agents' rounds.
