@@ -316,11 +316,16 @@ fn finish(
         })
         .collect();
     let summary = Summary::of(tree, scope.iter().copied());
+    // The driven task's view, built once (it asks git about the task's branch): the report,
+    // the way on after a step and the stop line all say it.
+    let view = tree
+        .find(rel)
+        .map(|i| report::task_view_mode(tree, i, prefix, step));
     // Once the run has ended, its code says how, closed pipe or not.
     let print_task = |reason: bool| -> super::Result<()> {
-        if human_out && let Some(i) = tree.find(rel) {
+        if human_out && let Some(view) = &view {
             let mut text = String::new();
-            let mut view = report::task_view_mode(tree, i, prefix, step);
+            let mut view = view.clone();
             if !reason {
                 // Printed once, at the end: not in the block, nor as why it waits.
                 if view.waits_for == view.reason {
@@ -377,10 +382,8 @@ fn finish(
             if human_out {
                 // The way on the task's view gives: another `--step`, or (at a gate, a
                 // sub-task's decision) the person's own action; never a step that stops again.
-                // `ORCHESTRATION_COMPLETE` is for a complete task only: not printed here.
-                let view = tree
-                    .find(rel)
-                    .map(|i| report::task_view_mode(tree, i, prefix, true));
+                // `ORCHESTRATION_COMPLETE` is for a complete task only: not printed here. (Only a
+                // `--step` run steps, so the view is a step's.)
                 let text = match view
                     .as_ref()
                     .filter(|v| v.waiting_for == WaitingFor::Person)
@@ -432,14 +435,13 @@ fn finish(
     stop_event();
     // The task's view says its own stop whole where it can (a verdict: the task, its
     // VERDICT.md and the way out); any other stop is said as the run put it.
-    let said = tree
-        .find(rel)
-        .map(|i| report::task_view_mode(tree, i, prefix, step))
+    let said = view
+        .as_ref()
         .filter(|v| v.reason.as_deref() == Some(reason.as_str()))
-        .and_then(|v| v.stop_line);
+        .and_then(|v| v.stop_line.as_deref());
     let line = format!(
         "⚠️ **HUMAN INTERVENTION REQUIRED**: {}",
-        said.as_deref().unwrap_or(&reason)
+        said.unwrap_or(&reason)
     );
     if human_out {
         out::println(&line).or_else(out::closed_is_ok)?;

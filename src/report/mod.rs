@@ -94,8 +94,8 @@ pub struct TaskView {
     /// Whether the branch is merged: a sub-task's into its parent's integration branch, a
     /// top-level task's into the branch it started from (null without a branch).
     pub merged: Option<bool>,
-    /// Commits on the branch since it was made (absent without a branch): 0 means nothing
-    /// to merge, although git counts such a branch as merged.
+    /// Commits on the branch since it was made, for a branch git counts as merged (absent
+    /// otherwise): 0 means there was nothing to merge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub own_commits: Option<u64>,
     /// Top level: commits the integration branch has that its base branch has not.
@@ -372,7 +372,7 @@ struct BranchFacts {
 fn branch_facts(tree: &TaskTree, i: usize, rec: &IsolationRecord) -> BranchFacts {
     let node = &tree.nodes[i];
     let repo = Repo::at(&node.dir);
-    let own_commits = repo.ahead(&rec.base, &rec.branch).ok();
+    let own_commits = || repo.ahead(&rec.base, &rec.branch).ok();
     let target = match node.parent {
         Some(p) => crate::store::isolation::read(&tree.nodes[p].dir).map(|r| r.branch),
         None => rec.base_branch.clone(),
@@ -381,19 +381,25 @@ fn branch_facts(tree: &TaskTree, i: usize, rec: &IsolationRecord) -> BranchFacts
         return BranchFacts {
             merged: None,
             ahead: None,
-            own_commits,
+            own_commits: own_commits(),
         };
     };
+    // Two git questions a task, as `status` and every `watch` refresh ask them: a merged
+    // branch is ahead of nothing, and only there can "merged" mean "nothing to merge"; a
+    // branch not merged has commits of its own.
     let merged = repo.is_ancestor(&rec.branch, &target).ok();
-    let ahead = node
-        .parent
-        .is_none()
-        .then(|| repo.ahead(&target, &rec.branch).ok())
-        .flatten();
-    BranchFacts {
-        merged,
-        ahead,
-        own_commits,
+    let top = node.parent.is_none();
+    match merged {
+        Some(true) => BranchFacts {
+            merged,
+            ahead: top.then_some(0),
+            own_commits: own_commits(),
+        },
+        _ => BranchFacts {
+            merged,
+            ahead: top.then(|| repo.ahead(&target, &rec.branch).ok()).flatten(),
+            own_commits: None,
+        },
     }
 }
 
@@ -668,6 +674,31 @@ fn status_text(tree: &TaskTree, i: usize) -> String {
     format!("{done}; next: {}", phase.word())
 }
 
+/// Where a failed verdict's fix tasks stand, which decides the way out of it.
+enum FixProgress<'f> {
+    NoFixTasks,
+    /// Some are planned and not made yet (`--manual` makes them).
+    ToCreate,
+    /// The first that is not complete.
+    Next(&'f FixTask),
+    /// Every one is complete: the referee runs again.
+    AllComplete,
+}
+
+impl<'f> FixProgress<'f> {
+    fn of(fix_tasks: &'f [FixTask]) -> Self {
+        if fix_tasks.is_empty() {
+            FixProgress::NoFixTasks
+        } else if fix_tasks.iter().any(|f| f.state.is_none()) {
+            FixProgress::ToCreate
+        } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
+            FixProgress::Next(f)
+        } else {
+            FixProgress::AllComplete
+        }
+    }
+}
+
 /// The stop of a task on its own FAIL or NEEDS_REVIEW verdict, said whole: the task, the
 /// file that holds the verdict and the way out the view's command starts (`--manual` makes
 /// the fix tasks, then `--referee-again`); none for any other stop.
@@ -691,18 +722,17 @@ fn verdict_stop_line(
     let rel = &node.rel;
     let again = referee_again(prefix, rel, step);
     let command = command?;
-    let way_out = if fix_tasks.is_empty() {
-        format!("edit or remove {rel}/VERDICT.md, then run `{command}`")
-    } else if fix_tasks.iter().any(|f| f.state.is_none()) {
-        format!(
+    let way_out = match FixProgress::of(fix_tasks) {
+        FixProgress::NoFixTasks => format!("edit or remove {rel}/VERDICT.md, then run `{command}`"),
+        FixProgress::ToCreate => format!(
             "`{command}` creates its fix tasks; once they are complete, `{again}` runs its referee again"
-        )
-    } else if fix_tasks.iter().any(|f| f.state != Some("complete")) {
-        format!(
+        ),
+        FixProgress::Next(_) => format!(
             "run its fix tasks (next: `{command}`); once they are complete, `{again}` runs its referee again"
-        )
-    } else {
-        format!("its fix tasks are complete: `{again}` runs its referee again")
+        ),
+        FixProgress::AllComplete => {
+            format!("its fix tasks are complete: `{again}` runs its referee again")
+        }
     };
     Some(format!("{rel}: {reason} ({rel}/VERDICT.md); {way_out}"))
 }
@@ -762,18 +792,20 @@ fn next_of(
                 if wait.decision == Some(PersonDecision::AnswerQuestions) && wait.through.is_none()
                 {
                     format!("{prefix} answer {}", node.rel)
-                } else if fix_tasks.iter().any(|f| f.state.is_none()) {
-                    format!("{prefix} orchestrate --manual")
-                } else if let Some(f) = fix_tasks.iter().find(|f| f.state != Some("complete")) {
-                    // The fix tasks come first; the one to run next.
-                    format!("{prefix} orchestrate --task {}{step_flag}", f.path)
-                } else if !fix_tasks.is_empty() {
-                    referee_again(prefix, &node.rel, step)
-                } else if wait.through.is_some() {
-                    // Running the parent again stops the same way: the sub-task's way out.
-                    subtasks_way_out(tree, i, prefix, step).unwrap_or(run)
                 } else {
-                    run
+                    match FixProgress::of(fix_tasks) {
+                        FixProgress::ToCreate => format!("{prefix} orchestrate --manual"),
+                        // The fix tasks come first; the one to run next.
+                        FixProgress::Next(f) => {
+                            format!("{prefix} orchestrate --task {}{step_flag}", f.path)
+                        }
+                        FixProgress::AllComplete => referee_again(prefix, &node.rel, step),
+                        // Running the parent again stops the same way: the sub-task's way out.
+                        FixProgress::NoFixTasks if wait.through.is_some() => {
+                            subtasks_way_out(tree, i, prefix, step).unwrap_or(run)
+                        }
+                        FixProgress::NoFixTasks => run,
+                    }
                 },
             ),
         ),

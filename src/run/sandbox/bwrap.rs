@@ -21,6 +21,24 @@ pub struct Mounts<'a> {
     pub path: Option<&'a str>,
 }
 
+/// The namespaces and the read-only machine every sandbox starts from (the network's comes
+/// after, by policy). The preflight probes exactly these.
+pub(super) const NAMESPACES: [&str; 13] = [
+    "--die-with-parent",
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+];
+
 /// The bwrap command line that runs `command` in the sandbox (words, unquoted). `egress`: the
 /// bridge of `Network: model`.
 pub fn bwrap_words(
@@ -31,28 +49,12 @@ pub fn bwrap_words(
     egress: Option<&Egress>,
     command: &str,
 ) -> Vec<String> {
-    let mut w: Vec<String> = [
-        "bwrap",
-        "--die-with-parent",
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-        "--tmpfs",
-        "/run",
-    ]
-    .map(str::to_string)
-    .to_vec();
+    let mut w: Vec<String> = ["bwrap"]
+        .into_iter()
+        .chain(NAMESPACES)
+        .chain(["--tmpfs", "/tmp", "--tmpfs", "/run"])
+        .map(str::to_string)
+        .collect();
     bind_files(&mut w, policy, adapter, m, command);
     let (forwards, proxy) = match egress {
         Some(e) => {

@@ -261,19 +261,7 @@ impl PhaseSandbox {
 /// install or set. Run before any agent, so a run never falls back to no sandbox.
 pub fn preflight(policy: &Policy, origin: &str) -> Result<(), String> {
     let mut probe = std::process::Command::new("bwrap");
-    probe.args([
-        "--die-with-parent",
-        "--unshare-user",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-    ]);
+    probe.args(bwrap::NAMESPACES);
     if policy.network != Network::Open {
         probe.arg("--unshare-net");
     }
