@@ -31,6 +31,7 @@
 //! a link would write wherever it points, so a link there is refused always. A rewrite by
 //! rename replaces a link itself and never writes through it.
 
+use rustix::fd::OwnedFd;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -58,6 +59,10 @@ struct Containment {
     root: PathBuf,
     /// The same, links resolved: where a resolved folder must lie.
     real: PathBuf,
+    /// The project folder, open: the kernel resolves a path beneath it and refuses, in that
+    /// same step, one that a link leads out of (`openat2(RESOLVE_BENEATH)`). `None` where the
+    /// folder cannot be opened.
+    folder: Option<fs::File>,
     allow_links_out: bool,
 }
 
@@ -88,6 +93,7 @@ impl Containment {
         let real = fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
         Containment {
             root: project.to_path_buf(),
+            folder: fs::File::open(&real).ok(),
             real,
             allow_links_out,
         }
@@ -95,13 +101,21 @@ impl Containment {
 
     /// [`beneath`] against this project.
     fn check(&self, path: &Path) -> io::Result<()> {
-        let c = self;
-        if c.allow_links_out {
+        if self.allow_links_out {
             return Ok(());
         }
-        let Ok(rest) = path.strip_prefix(&c.root) else {
+        let Ok(rest) = path.strip_prefix(&self.root) else {
             return Ok(());
         };
+        // Usually one call: the kernel resolves the whole path beneath the project, links
+        // that stay inside included. Looked at folder by folder only where that fails: to
+        // name the link that leads out, for a path not made yet, for a link with an absolute
+        // target (which `RESOLVE_BENEATH` refuses even when it stays inside), or without
+        // `openat2`.
+        if self.open_beneath(rest, rustix::fs::OFlags::PATH).is_ok() {
+            return Ok(());
+        }
+        let c = self;
         let mut at = c.root.clone();
         for part in rest.components() {
             at.push(part);
@@ -120,6 +134,25 @@ impl Containment {
             }
         }
         Ok(())
+    }
+
+    /// `openat2(rest, flags | O_CLOEXEC, RESOLVE_BENEATH)` from the project folder.
+    fn open_beneath(&self, rest: &Path, flags: rustix::fs::OFlags) -> rustix::io::Result<OwnedFd> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let folder = self.folder.as_ref().ok_or(rustix::io::Errno::NOENT)?;
+        // openat2 takes a mode only with O_CREAT.
+        let mode = Mode::from_raw_mode(if flags.contains(OFlags::CREATE) {
+            0o666
+        } else {
+            0
+        });
+        rustix::fs::openat2(
+            folder,
+            rest,
+            flags | OFlags::CLOEXEC,
+            mode,
+            ResolveFlags::BENEATH,
+        )
     }
 }
 
@@ -147,19 +180,21 @@ pub fn open_append(path: &Path) -> io::Result<fs::File> {
 fn open_append_with(path: &Path, read: bool, make_dir: bool) -> io::Result<fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let dir = folder_of(path);
-    beneath(dir)?;
-    let open = || {
-        open_beneath(path, read).unwrap_or_else(|| {
+    let open = || match append_beneath(path, read) {
+        Some(opened) => opened,
+        None => {
+            beneath(dir)?;
             fs::OpenOptions::new()
                 .create(true)
                 .read(read)
                 .append(true)
                 .custom_flags(libc::O_NOFOLLOW)
                 .open(path)
-        })
+        }
     };
     let file = match open() {
         Err(e) if make_dir && e.kind() == io::ErrorKind::NotFound => {
+            beneath(dir)?;
             fs::create_dir_all(dir)?;
             open()
         }
@@ -174,28 +209,22 @@ fn open_append_with(path: &Path, read: bool, make_dir: bool) -> io::Result<fs::F
     })
 }
 
-/// Open a file to append to beneath the project with `openat2(RESOLVE_BENEATH |
-/// RESOLVE_NO_SYMLINKS)` from the project's real folder, along the folder's resolved path
-/// (which holds no link by construction): a folder swapped for a link after [`beneath`]
-/// checked it, or a file that is a link, fails the open itself. `None` where it does not
-/// apply (no project set, links out allowed, a path outside it, a folder not made yet) or
-/// the kernel lacks `openat2` (before Linux 5.6, or a seccomp filter): the caller opens with
-/// `O_NOFOLLOW` after [`beneath`]'s check instead.
-fn open_beneath(path: &Path, read: bool) -> Option<io::Result<fs::File>> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
+/// Open a file to append to, beneath the project, in one step with the check ([`beneath`]):
+/// a folder on the way swapped for a link that leads out fails the open itself, and the file
+/// itself is never a link (`O_NOFOLLOW`). `None` where this does not apply (no project set,
+/// links out allowed, a path outside it) or did not work (a link with an absolute target, or
+/// no `openat2`: before Linux 5.6, or a seccomp filter): the caller checks with [`beneath`]
+/// and opens with `O_NOFOLLOW` instead, which also names a link that leads out.
+fn append_beneath(path: &Path, read: bool) -> Option<io::Result<fs::File>> {
+    use rustix::fs::OFlags;
     let guard = CONTAINMENT.read().unwrap_or_else(|e| e.into_inner());
     let c = guard.as_ref().filter(|c| !c.allow_links_out)?;
-    path.strip_prefix(&c.root).ok()?;
-    let name = path.file_name()?;
-    let real_dir = fs::canonicalize(folder_of(path)).ok()?;
-    let rel = real_dir.strip_prefix(&c.real).ok()?.join(name);
-    let root = fs::File::open(&c.real).ok()?;
+    let rest = path.strip_prefix(&c.root).ok()?;
     let access = if read { OFlags::RDWR } else { OFlags::WRONLY };
-    let flags = access | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS;
-    match rustix::fs::openat2(&root, &rel, flags, Mode::from_raw_mode(0o666), resolve) {
+    let flags = access | OFlags::CREATE | OFlags::APPEND | OFlags::NOFOLLOW;
+    match c.open_beneath(rest, flags) {
         Ok(fd) => Some(Ok(fs::File::from(fd))),
-        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM) => None,
+        Err(rustix::io::Errno::NOSYS | rustix::io::Errno::PERM | rustix::io::Errno::XDEV) => None,
         Err(e) => Some(Err(e.into())),
     }
 }
