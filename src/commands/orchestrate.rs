@@ -73,7 +73,9 @@ fn check_sandbox(
         && settings.text(Key::Executor) == Some("slurm")
     {
         return Err(Error::Usage(format!(
-            "`- **Network**: model` (the default with `Sandbox: bwrap`, from {}) bridges the              agent's network through automaton on this machine, and a Slurm job runs elsewhere:              set `- **Network**: none` or `open` for the slurm executor",
+            "`- **Network**: model` (the default with `Sandbox: bwrap`, from {}) bridges the \
+             agent's network through automaton on this machine, and a Slurm job runs \
+             elsewhere: set `- **Network**: none` or `open` for the slurm executor",
             settings.get(Key::Network).origin
         )));
     }
@@ -122,38 +124,8 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     // The budget only fills prompts here; `detect-vram` is where its warnings are shown.
     let vram = crate::detect::detect(&settings, false);
     let admission = crate::run::vram::Admission::configured(&cfg.vram, vram.gpu_vram_gb);
-    // `--jobs auto`: as many at once as VRAM admits (the gate decides, or Slurm packs the
-    // GRES requests); without a local model's figures, one per CPU.
     if args.run.jobs.as_deref() == Some("auto") {
-        // An engine with parallel slots serves that many requests at once; more would queue.
-        let engine_slots = vram
-            .engine
-            .as_ref()
-            .and_then(|e| e.slots.filter(|n| *n > 0).map(|n| (e, n)));
-        cfg.limits.jobs = match (engine_slots, &admission) {
-            (Some((engine, n)), _) => {
-                progress.line(&format!(
-                    "--jobs auto: {n} at once ({} at {} serves {n} parallel slots)",
-                    engine.name, engine.url
-                ));
-                n.clamp(1, 256) as usize
-            }
-            (None, Some(gate)) => {
-                progress.event(&Event::JobsAuto {
-                    weights: gate.weights,
-                    kv_bytes_per_token: gate.kv_per_token,
-                    budget: gate.budget,
-                });
-                256
-            }
-            (None, None) => {
-                let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
-                progress.line(&format!(
-                    "warning: --jobs auto: no `## VRAM Configuration` with both `Model weights` and `KV bytes per token` (or no GPU size): {cpus} at once (one per CPU)"
-                ));
-                cpus.clamp(1, 256)
-            }
-        };
+        cfg.limits.jobs = auto_jobs(&vram, admission.as_ref(), &progress);
     }
     let isolation = match isolation::Mode::resolve(cfg.isolation, &ctx.project) {
         isolation::Mode::Worktree => {
@@ -234,37 +206,84 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         driver::drive_keeping(&run, &rel, true, &mut last)
     }))
     .unwrap_or_else(|panic| Err(crate::run::RunError::panicked(&rel, &*panic)))?;
-    // A sub-task refused for its parent's plan is shown from the parent's folder down, so
-    // its view can say what it waits for and offer the parent's command.
-    let shown_from = match &outcome {
-        Outcome::Stopped {
-            kind: StopKind::NotReady,
-            ..
-        } => rel
-            .rsplit_once("/subtasks/")
-            .map_or(rel.as_str(), |(p, _)| p),
-        _ => rel.as_str(),
-    };
-    // After a stop of the task or a step, read it again: the tree the drive last held may
-    // predate the stop (`.stop` written, a gate reached), and the report, the summary and the
-    // exit code must all say how it stands now.
-    let reread = match &outcome {
-        Outcome::Stopped { kind, .. } => kind.is_task_stop(),
-        Outcome::Stepped { .. } => true,
-        Outcome::Complete => false,
-    };
-    let mut tree = match last {
-        Some(tree) if !reread => tree,
-        _ => {
-            let mut tree = TaskTree::load_task(&ctx.project, shown_from, &config);
-            tree.apply_gates(&gates);
-            tree
-        }
-    };
+    let mut tree = tree_after_run(ctx, &rel, &outcome, last, &config, &gates);
     tree.waves = crate::run::wave_rules(run.cfg, run.isolation.is_some());
     tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     finish(&tree, &prefix, &progress, &rel, outcome, args.step)
+}
+
+/// The tree the end of the run reports from. After a stop of the task or a step it is read
+/// again: the tree the drive last held may predate the stop (`.stop` written, a gate
+/// reached), and the report, the summary and the exit code must all say how it stands now.
+fn tree_after_run(
+    ctx: &Ctx,
+    rel: &str,
+    outcome: &Outcome,
+    last: Option<TaskTree>,
+    config: &PhaseConfig,
+    gates: &[crate::plan::gate::Gate],
+) -> TaskTree {
+    // A sub-task refused for its parent's plan is shown from the parent's folder down, so
+    // its view can say what it waits for and offer the parent's command.
+    let shown_from = match outcome {
+        Outcome::Stopped {
+            kind: StopKind::NotReady,
+            ..
+        } => rel.rsplit_once("/subtasks/").map_or(rel, |(p, _)| p),
+        _ => rel,
+    };
+    let reread = match outcome {
+        Outcome::Stopped { kind, .. } => kind.is_task_stop(),
+        Outcome::Stepped { .. } => true,
+        Outcome::Complete => false,
+    };
+    match last {
+        Some(tree) if !reread => tree,
+        _ => {
+            let mut tree = TaskTree::load_task(&ctx.project, shown_from, config);
+            tree.apply_gates(gates);
+            tree
+        }
+    }
+}
+
+/// `--jobs auto`: as many at once as VRAM admits (the gate decides, or Slurm packs the GRES
+/// requests); an engine with parallel slots serves that many requests at once (more would
+/// queue); without a local model's figures, one per CPU. Says which it chose.
+fn auto_jobs(
+    vram: &crate::detect::VramReport,
+    admission: Option<&crate::run::vram::Admission>,
+    progress: &Progress,
+) -> usize {
+    let engine_slots = vram
+        .engine
+        .as_ref()
+        .and_then(|e| e.slots.filter(|n| *n > 0).map(|n| (e, n)));
+    match (engine_slots, admission) {
+        (Some((engine, n)), _) => {
+            progress.line(&format!(
+                "--jobs auto: {n} at once ({} at {} serves {n} parallel slots)",
+                engine.name, engine.url
+            ));
+            n.clamp(1, 256) as usize
+        }
+        (None, Some(gate)) => {
+            progress.event(&Event::JobsAuto {
+                weights: gate.weights,
+                kv_bytes_per_token: gate.kv_per_token,
+                budget: gate.budget,
+            });
+            256
+        }
+        (None, None) => {
+            let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
+            progress.line(&format!(
+                "warning: --jobs auto: no `## VRAM Configuration` with both `Model weights` and `KV bytes per token` (or no GPU size): {cpus} at once (one per CPU)"
+            ));
+            cpus.clamp(1, 256)
+        }
+    }
 }
 
 /// Tell the notify command how the run ended (a no-op without one).
@@ -380,23 +399,7 @@ fn finish(
                 exit_code: exit::WAITING,
             });
             if human_out {
-                // The way on the task's view gives: another `--step`, or (at a gate, a
-                // sub-task's decision) the person's own action; never a step that stops again.
-                // `ORCHESTRATION_COMPLETE` is for a complete task only: not printed here. (Only a
-                // `--step` run steps, so the view is a step's.)
-                let text = match view
-                    .as_ref()
-                    .filter(|v| v.waiting_for == WaitingFor::Person)
-                {
-                    Some(v) => format!(
-                        "One phase of {task} ran; {rel} now waits for {}; the way on:\n  {}",
-                        v.wait().line().unwrap_or_else(|| "a person".into()),
-                        v.command.as_deref().unwrap_or("(see the report above)")
-                    ),
-                    None => format!(
-                        "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step"
-                    ),
-                };
+                let text = way_on_after_step(view.as_ref(), &task, rel, prefix);
                 out::println(text).or_else(out::closed_is_ok)?;
             }
             return Ok(exit::WAITING);
@@ -449,6 +452,28 @@ fn finish(
         eprintln!("{line}");
     }
     Ok(kind.code())
+}
+
+/// After `--step`: the way on the task's view gives, another `--step` or (at a gate, a
+/// sub-task's decision) the person's own action; never a step that stops again.
+/// `ORCHESTRATION_COMPLETE` is for a complete task only: not said here. (Only a `--step` run
+/// steps, so the view is a step's.)
+fn way_on_after_step(
+    view: Option<&report::TaskView>,
+    task: &str,
+    rel: &str,
+    prefix: &str,
+) -> String {
+    match view.filter(|v| v.waiting_for == WaitingFor::Person) {
+        Some(v) => format!(
+            "One phase of {task} ran; {rel} now waits for {}; the way on:\n  {}",
+            v.wait().line().unwrap_or_else(|| "a person".into()),
+            v.command.as_deref().unwrap_or("(see the report above)")
+        ),
+        None => format!(
+            "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step"
+        ),
+    }
 }
 
 /// The agent's program (and the script an interpreter is given) must be found before anything

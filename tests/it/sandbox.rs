@@ -321,6 +321,24 @@ fn without_bubblewrap_the_run_is_refused_and_nothing_runs() {
     assert!(!p.join("tasks/a/logs").exists());
 }
 
+#[test]
+fn network_model_with_the_slurm_executor_is_refused_in_one_readable_sentence() {
+    let p = project(
+        "echo ran >&3",
+        "- **Isolation**: none\n- **Executor**: slurm\n",
+    );
+    p.orchestrate()
+        .env_remove("AUTOMATON_AGENT")
+        .args(["--task", "tasks/a"])
+        .status(2)
+        .stderr_contains(
+            "bridges the agent's network through automaton on this machine, and a Slurm job \
+             runs elsewhere: set `- **Network**: none` or `open` for the slurm executor",
+        )
+        .run();
+    assert!(!p.join("tasks/a/probe.txt").exists());
+}
+
 fn which(tool: &str) -> std::path::PathBuf {
     std::env::var("PATH")
         .unwrap()
