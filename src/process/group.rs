@@ -8,6 +8,7 @@
 //! and dropped once the group is gone. An agent that outlives a SIGKILLed automaton gets EPIPE
 //! (or SIGPIPE) when it next writes.
 
+use super::procfs::Proc;
 use super::signals;
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -293,13 +294,7 @@ impl<'a> Group<'a> {
                 self.status = Some(self.leader.wait()?);
             }
             if !wait_group_gone(pgid, Instant::now() + AFTER_KILL) {
-                self.leftovers = live_members(pgid)
-                    .into_iter()
-                    .map(|pid| Leftover {
-                        pid: pid as u32,
-                        name: process_name(pid).unwrap_or_default(),
-                    })
-                    .collect();
+                self.leftovers = leftovers_of(pgid);
             }
         }
         self.done()
@@ -468,38 +463,40 @@ pub fn group_alive(pgid: Pid) -> bool {
 }
 
 /// Wait until every live (non-zombie) member of the group has exited, or `deadline` passes;
-/// whether the group is gone. Each member is watched through its pidfd, so the wait ends when
-/// the kernel says so; members forked meanwhile are caught by the next round.
+/// whether the group is gone. Members forked meanwhile are caught by the next round.
 pub fn wait_group_gone(pgid: Pid, deadline: Instant) -> bool {
     loop {
-        if !group_alive(pgid) {
-            return true;
-        }
         let members = live_members(pgid);
-        if members.is_empty() {
-            // Zombies (or nothing we can see) are left.
+        // Zombies (or nothing we can see) are all that may be left.
+        if !group_alive(pgid) || members.is_empty() {
             return true;
         }
-        let fds: Vec<OwnedFd> = members
-            .iter()
-            .filter_map(|&p| Pid::from_raw(p))
-            .filter_map(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok())
-            .collect();
-        if fds.len() < members.len() {
-            // Without pidfds (or a member vanished while we looked): look again shortly.
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return live_members(pgid).is_empty();
-            }
-            std::thread::sleep(left.min(Duration::from_millis(10)));
-            continue;
+        if Instant::now() >= deadline {
+            return false;
         }
-        for fd in &fds {
-            if !wait_readable(fd.as_fd(), deadline) {
-                return live_members(pgid).is_empty();
-            }
-        }
+        wait_any_exit(&members, deadline);
     }
+}
+
+/// Block until one of `pids` exits (its pidfd becomes readable) or `end` passes, so a wait
+/// ends when the kernel says so. Where pidfds are not to be had (before Linux 5.3, or a
+/// process gone meanwhile), a 10 ms nap stands in.
+pub(super) fn wait_any_exit(pids: &[i32], end: Instant) {
+    let fds: Vec<OwnedFd> = pids
+        .iter()
+        .filter_map(|&p| Pid::from_raw(p))
+        .filter_map(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok())
+        .collect();
+    let left = end.saturating_duration_since(Instant::now());
+    if fds.len() < pids.len() {
+        std::thread::sleep(left.min(Duration::from_millis(10)));
+        return;
+    }
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN))
+        .collect();
+    let _ = poll(&mut polled, Some(&timespec(left)));
 }
 
 /// Send TERM to a group we did not start (an agent a killed automaton left behind), wait up to
@@ -514,74 +511,21 @@ pub fn stop_foreign_group(pgid: u32, grace: Duration) {
     }
 }
 
-/// Fields of `/proc/<pid>/stat` after the command name (which may hold spaces): index 0 is the
-/// state, 2 the process group, 19 the start time in clock ticks since boot.
-pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
-    let stat = proc_stat(pid)?;
-    Some(
-        stat.rsplit_once(')')?
-            .1
-            .split_whitespace()
-            .map(str::to_string)
-            .collect(),
-    )
-}
-
-/// The start time of a process, in clock ticks since boot (this process's own is read once;
-/// a forked child, whose pid differs from the one cached, reads its own).
-pub fn start_time(pid: u32) -> Option<u64> {
-    static MINE: std::sync::OnceLock<(u32, Option<u64>)> = std::sync::OnceLock::new();
-    let read = || stat_fields(&pid.to_string())?.get(19)?.parse().ok();
-    if pid == std::process::id() {
-        let (cached_pid, start) = *MINE.get_or_init(|| (pid, read()));
-        if cached_pid == pid {
-            return start;
-        }
-    }
-    read()
-}
-
-/// `/proc/<pid>/stat` (a stat line is well under 4 KiB; `fsx::read_prefix` reads it in one
-/// call, where `read_to_string` would take growing pieces from 32 bytes up).
-fn proc_stat(pid: &str) -> Option<String> {
-    let path = std::path::PathBuf::from(format!("/proc/{pid}/stat"));
-    let (bytes, _) = crate::fsx::read_prefix(&path, 4096).ok()?;
-    String::from_utf8(bytes).ok()
-}
-
-fn process_name(pid: i32) -> Option<String> {
-    let stat = proc_stat(&pid.to_string())?;
-    let (_, rest) = stat.split_once('(')?;
-    Some(rest.rsplit_once(')')?.0.to_string())
-}
-
-/// Every process whose group is `pgid`, with its stat fields (see [`stat_fields`]).
-pub fn members(pgid: Pid) -> Vec<(i32, Vec<String>)> {
-    let want = pgid.as_raw_pid().to_string();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    procs
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            let pid = name
-                .to_str()
-                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))?;
-            let fields = stat_fields(pid)?;
-            (fields.get(2).map(String::as_str) == Some(want.as_str()))
-                .then(|| Some((pid.parse().ok()?, fields)))?
+/// The live members of the group, as [`Leftover`]s: what a stop could not end.
+pub fn leftovers_of(pgid: Pid) -> Vec<Leftover> {
+    Proc::in_group(pgid.as_raw_pid())
+        .into_iter()
+        .filter(|p| !p.zombie)
+        .map(|p| Leftover {
+            pid: p.pid as u32,
+            name: p.name,
         })
         .collect()
 }
 
-/// Members of the group that are not zombies.
+/// Pids of the group's members that are not zombies.
 fn live_members(pgid: Pid) -> Vec<i32> {
-    members(pgid)
-        .into_iter()
-        .filter(|(_, f)| !matches!(f.first().map(String::as_str), Some("Z" | "X")))
-        .map(|(pid, _)| pid)
-        .collect()
+    leftovers_of(pgid).iter().map(|l| l.pid as i32).collect()
 }
 
 /// `d` as poll's timeout.

@@ -18,6 +18,7 @@
 //!   drops the environment the agent may not see and bridges the model's network in.
 
 pub mod group;
+pub mod procfs;
 pub mod sandbox_init;
 pub mod shim;
 pub mod signals;

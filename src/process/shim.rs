@@ -25,6 +25,7 @@
 //! runs the very binary automaton was started from, even if an upgrade replaced the file
 //! during a long run.
 
+use super::procfs::Proc;
 use crate::store::agent_exit::ExitRecord;
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -293,7 +294,7 @@ fn reap(child: i32, status: &mut Option<i32>) -> bool {
 fn reap_all(child: i32, status: &mut Option<i32>) {
     let end = Instant::now() + Duration::from_millis(500);
     while !reap(child, status) && Instant::now() < end {
-        wait_any_exit(&descendants(), end);
+        super::group::wait_any_exit(&descendants(), end);
     }
 }
 
@@ -322,28 +323,8 @@ fn wait_descendants_gone(end: Instant, status: &mut Option<i32>, child: i32) -> 
         if Instant::now() >= end {
             return false;
         }
-        wait_any_exit(&left, end);
+        super::group::wait_any_exit(&left, end);
     }
-}
-
-/// Block until one of `pids` exits (its pidfd is readable) or `end` passes. Where pidfds are
-/// not to be had (before Linux 5.3), a 10 ms nap stands in.
-fn wait_any_exit(pids: &[i32], end: Instant) {
-    let fds: Vec<OwnedFd> = pids
-        .iter()
-        .filter_map(|&p| Pid::from_raw(p))
-        .filter_map(|p| rustix::process::pidfd_open(p, rustix::process::PidfdFlags::empty()).ok())
-        .collect();
-    let left = end.saturating_duration_since(Instant::now());
-    if fds.is_empty() {
-        std::thread::sleep(left.min(Duration::from_millis(10)));
-        return;
-    }
-    let mut polled: Vec<PollFd<'_>> = fds
-        .iter()
-        .map(|fd| PollFd::from_borrowed_fd(fd.as_fd(), PollFlags::IN))
-        .collect();
-    let _ = poll(&mut polled, Some(&super::group::timespec(left)));
 }
 
 /// Send `sig` to every live descendant; how many there were.
@@ -358,27 +339,13 @@ fn signal_descendants(sig: Signal) -> usize {
 
 /// Every live (non-zombie) process below this one.
 fn descendants() -> Vec<i32> {
-    let me = std::process::id() as i32;
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
-    if let Ok(procs) = std::fs::read_dir("/proc") {
-        for e in procs.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
-                continue;
-            };
-            let Some(f) = super::group::stat_fields(&pid.to_string()) else {
-                continue;
-            };
-            if matches!(f.first().map(String::as_str), Some("Z" | "X")) {
-                continue;
-            }
-            if let Some(ppid) = f.get(1).and_then(|p| p.parse::<i32>().ok()) {
-                children.entry(ppid).or_default().push(pid);
-            }
-        }
+    for p in Proc::all().into_iter().filter(|p| !p.zombie) {
+        children.entry(p.parent).or_default().push(p.pid);
     }
     let mut out = Vec::new();
     let mut seen = HashSet::new();
-    let mut todo = vec![me];
+    let mut todo = vec![std::process::id() as i32];
     while let Some(p) = todo.pop() {
         for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
             if seen.insert(c) {

@@ -353,14 +353,12 @@ pub(crate) fn stop_stale_group(pid: u32, start: u64, grace: Duration) -> Option<
 /// recorded start time, or (the leader gone, e.g. a wrapper script that was killed) a member
 /// that started no earlier than the leader did. A recycled pid fails both tests.
 fn our_group(pgid: rustix::process::Pid, start: u64) -> bool {
-    if process::group::start_time(pgid.as_raw_pid() as u32) == Some(start) {
+    if process::procfs::start_time(pgid.as_raw_pid() as u32) == Some(start) {
         return true;
     }
-    process::group::members(pgid).iter().any(|(_, f)| {
-        f.get(19)
-            .and_then(|t| t.parse::<u64>().ok())
-            .is_some_and(|t| t >= start)
-    })
+    process::procfs::Proc::in_group(pgid.as_raw_pid())
+        .iter()
+        .any(|p| p.start >= start)
 }
 
 /// Install the process-wide signal policy ([`crate::process::signals`]) and return the cancel

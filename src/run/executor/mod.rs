@@ -238,13 +238,13 @@ pub(crate) fn this_automaton() -> Owner {
     let pid = std::process::id();
     Owner {
         pid,
-        start: crate::process::group::start_time(pid).unwrap_or_default(),
+        start: crate::process::procfs::start_time(pid).unwrap_or_default(),
     }
 }
 
 /// The record of a process group led by `pid` (local and tmux agents), owned by this automaton.
 pub(crate) fn group_record(pid: u32) -> AgentPidRecord {
-    let start = crate::process::group::start_time(pid).unwrap_or_default();
+    let start = crate::process::procfs::start_time(pid).unwrap_or_default();
     AgentPidRecord::new(Agent::Group { pid, start }, this_automaton())
 }
 
@@ -265,7 +265,7 @@ pub fn stop_stale(pid_file: &Path, grace: Duration) -> io::Result<Option<String>
     let me = this_automaton();
     if let Some(owner) = owner
         && owner.pid != me.pid
-        && crate::process::group::start_time(owner.pid) == Some(owner.start)
+        && crate::process::procfs::start_time(owner.pid) == Some(owner.start)
     {
         return Err(io::Error::new(
             io::ErrorKind::ResourceBusy,
@@ -462,7 +462,7 @@ mod tests {
         let mut record = group_record(agent.id());
         record.owner = Some(Owner {
             pid: owner.id(),
-            start: crate::process::group::start_time(owner.id()).unwrap(),
+            start: crate::process::procfs::start_time(owner.id()).unwrap(),
         });
         record.write(&pid_file, false).unwrap();
         let e = stop_stale(&pid_file, Duration::from_secs(1)).unwrap_err();
@@ -491,7 +491,7 @@ mod tests {
         assert!(agent.try_wait().unwrap().is_none());
         assert!(!pid_file.exists());
 
-        let start = crate::process::group::start_time(agent.id()).unwrap();
+        let start = crate::process::procfs::start_time(agent.id()).unwrap();
         std::fs::write(&pid_file, format!("{} {start}\n", agent.id())).unwrap();
         let stopped = stop_stale(&pid_file, Duration::from_secs(1)).unwrap();
         assert_eq!(stopped, Some(format!("pid {}", agent.id())));

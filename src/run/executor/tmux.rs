@@ -391,14 +391,7 @@ impl Running for TmuxRun<'_> {
             if !group::wait_group_gone(pgid, Instant::now() + self.kill_grace) {
                 let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
                 if !group::wait_group_gone(pgid, Instant::now() + Duration::from_secs(1)) {
-                    self.leftovers = group::members(pgid)
-                        .into_iter()
-                        .filter(|(_, f)| !matches!(f.first().map(String::as_str), Some("Z" | "X")))
-                        .map(|(pid, _)| Leftover {
-                            pid: pid as u32,
-                            name: String::new(),
-                        })
-                        .collect();
+                    self.leftovers = group::leftovers_of(pgid);
                 }
             }
         }
