@@ -124,7 +124,17 @@ pub fn diagnose(text: &str, file: SettingsFile) -> Vec<(usize, String)> {
                 continue;
             }
             let end = headings.get(idx + 1).map_or(usize::MAX, |h| h.0);
-            let has_settings = bullets.iter().any(|b| b.line > *line && b.line < end);
+            let inside: Vec<_> = bullets
+                .iter()
+                .filter(|b| b.line > *line && b.line < end)
+                .collect();
+            // A setting automaton knows, put under the wrong heading: say where it belongs
+            // (a gate meant but misplaced would otherwise be silently absent).
+            let belong: Vec<String> = inside
+                .iter()
+                .filter_map(|b| specs_named(&b.key).next())
+                .map(|spec| format!("`{}` belongs in {}", spec.key, home_of(spec)))
+                .collect();
             let near = nearest(name, sections());
             let what = format!("unknown section `{} {name}`", "#".repeat(*level));
             match near {
@@ -132,7 +142,11 @@ pub fn diagnose(text: &str, file: SettingsFile) -> Vec<(usize, String)> {
                     *line,
                     format!("{what}; did you mean `## {s}`? (its settings are ignored)"),
                 )),
-                None if has_settings => out.push((
+                None if !belong.is_empty() => out.push((
+                    *line,
+                    format!("{what}: its settings are ignored; {}", belong.join("; ")),
+                )),
+                None if !inside.is_empty() => out.push((
                     *line,
                     format!(
                         "{what}: its settings are ignored (sections: {})",
@@ -242,9 +256,27 @@ mod tests {
         let lines: Vec<usize> = w.iter().map(|(l, _)| *l).collect();
         assert_eq!(lines, vec![5, 11, 15, 16], "{w:?}");
         assert!(w[0].1.contains("did you mean `## Phases`"), "{w:?}");
-        assert!(w[1].1.contains("unknown section `## Extra`"), "{w:?}");
+        assert!(
+            w[1].1.contains(
+                "unknown section `## Extra`: its settings are ignored; `Jobs` belongs in \
+                 config.md, under `## Limits`"
+            ),
+            "{w:?}"
+        );
         assert!(w[2].1.contains("`- **Max iterations**: 5`"), "{w:?}");
         assert!(w[3].1.contains("`- **Stall timeout**: 1m`"), "{w:?}");
+    }
+
+    #[test]
+    fn a_known_setting_under_an_unknown_heading_is_told_where_it_belongs() {
+        let text = "## Gates\n- **Approve before**: design\n- **Colour**: blue\n";
+        let w = diagnose(text, SettingsFile::ConfigMd);
+        assert_eq!(w[0].0, 1, "{w:?}");
+        assert_eq!(
+            w[0].1,
+            "unknown section `## Gates`: its settings are ignored; `Approve before` belongs in \
+             .agent.md (or config.md's `## Agent`)"
+        );
     }
 
     #[test]
