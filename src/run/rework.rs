@@ -120,9 +120,14 @@ fn start(
     let moved = rounds::set_aside();
     let kept = rounds::begin(dir, cause, base.as_deref(), findings, &moved)?;
     crate::store::inputs::forget(dir, &moved)?;
+    let counted = rounds::rounds(dir)
+        .iter()
+        .filter(|r| !r.by_person())
+        .count();
     run.progress.event(&Event::ReworkStarted {
         task: rel,
         round: rounds::count(dir),
+        counted: counted as u32,
         max: run.cfg.rework,
         cause,
         kept: &kept,
@@ -141,9 +146,10 @@ pub(super) fn with_history(run: &Run<'_>, dir: &Path, reason: &str, decision: Re
     let why = match decision {
         Rework::Off | Rework::Round(_) => return reason.to_string(),
         Rework::Spent { rounds } => format!(
-            "the {rounds} rework round{} allowed (`- **Rework**: {}`) are spent",
+            "the {rounds} rework round{} allowed (`- **Rework**: {}`) {} spent",
             if rounds == 1 { "" } else { "s" },
-            run.cfg.rework
+            run.cfg.rework,
+            if rounds == 1 { "is" } else { "are" }
         ),
         Rework::Repeated { round } => format!(
             "the same failure came back after rework round {round}, so another round would repeat it"

@@ -77,7 +77,7 @@ pub(super) fn stop_reason(
                 StopKind::AwaitingApproval,
                 format!(
                     "{rel} waits for approval before {}{lapsed}; run `automaton approve {rel}` \
-                     (or `automaton reject {rel} --reason ...`)",
+                     (or `automaton reject {rel} --reason '...'`)",
                     gate.before()
                 ),
             )

@@ -429,6 +429,28 @@ fn rejecting_at_the_merge_gate_reworks_with_the_reason_then_waits_again() {
 }
 
 #[test]
+fn a_persons_merge_round_is_not_counted_in_the_rework_rounds_said() {
+    let p = merge_project(1);
+    complete_at_the_merge_gate(&p);
+    in_repo(&p, p.test())
+        .args(["reject", TASK, "--reason", "also greet in French"])
+        .stdout_any()
+        .run();
+    // The referee now fails with a new finding each time: automaton's one round (folder 2,
+    // after the person's) is round 1 of 1, then the rounds are spent.
+    run_merge_task(&p)
+        .behavior("referee=fail_new")
+        .status(10)
+        .stderr_contains(
+            "↻ tasks/a: rework round 1 of 1 (kept in logs/rework/2: the rounds a person asked \
+             for do not count): verdict_failed",
+        )
+        .stdout_contains("the 1 rework round allowed (`- **Rework**: 1`) is spent")
+        .run();
+    assert!(p.join("tasks/a/logs/rework/2/VERDICT.md").is_file());
+}
+
+#[test]
 fn an_unknown_gate_word_is_refused_naming_the_file_line_and_the_gate_meant() {
     let p = Project::new();
     p.write(

@@ -167,11 +167,19 @@ impl Event<'_> {
             ReworkStarted {
                 task,
                 round,
+                counted,
                 max,
                 cause,
                 ..
             } => format!(
-                "↻ {task}: rework round {round} of {max}: {cause}; implement runs again with the findings"
+                "↻ {task}: rework round {counted} of {max}{}: {cause}; implement runs again with the findings",
+                if counted == round {
+                    String::new()
+                } else {
+                    format!(
+                        " (kept in logs/rework/{round}: the rounds a person asked for do not count)"
+                    )
+                }
             ),
             QuestionsAsked {
                 task,

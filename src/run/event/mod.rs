@@ -247,7 +247,11 @@ pub enum Event<'a> {
     /// `round` of `max`, its artifacts from implement on set aside in `kept`.
     ReworkStarted {
         task: &'a str,
+        /// The round's folder, `logs/rework/<round>/`: every round of the task, a person's too.
         round: u32,
+        /// The rounds that count against `max`, this one included: a person's round (a
+        /// rejected merge) does not.
+        counted: u32,
         max: u32,
         cause: &'a str,
         #[serde(serialize_with = "path")]

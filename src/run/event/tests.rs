@@ -141,7 +141,7 @@ samples! {
         block: "## VRAM Detection Results\n- GPU VRAM: 8 GB\n",
     },
     PlanSentBack => Event::PlanSentBack { task: T, max_peak: 64_000, rows: vec!["login", "logout"] },
-    ReworkStarted => Event::ReworkStarted { task: T, round: 1, max: 3, cause: "verdict_failed: referee verdict is FAIL", kept: Path::new("/p/tasks/auth/logs/rework/1") },
+    ReworkStarted => Event::ReworkStarted { task: T, round: 1, counted: 1, max: 3, cause: "verdict_failed: referee verdict is FAIL", kept: Path::new("/p/tasks/auth/logs/rework/1") },
     QuestionsAsked => Event::QuestionsAsked { task: T, phase: "design", questions: vec!["Which store should the cache use?"] },
     SubtaskStarted => Event::SubtaskStarted { task: SUB, parent: T, wave: Some(1) },
     Merged => Event::Merged { task: SUB, branch: "automaton/auth/login", into: "automaton/auth" },
