@@ -437,15 +437,14 @@ fn finish(
     summary_out()?;
     stop_event();
     // The task's view says its own stop whole where it can (a verdict: the task, its
-    // VERDICT.md and the way out); any other stop is said as the run put it.
+    // VERDICT.md and the way out, with the run's reason, which may add rework's history);
+    // any other stop is said as the run put it.
     let said = view
         .as_ref()
-        .filter(|v| v.reason.as_deref() == Some(reason.as_str()))
-        .and_then(|v| v.stop_line.as_deref());
-    let line = format!(
-        "⚠️ **HUMAN INTERVENTION REQUIRED**: {}",
-        said.unwrap_or(&reason)
-    );
+        .and_then(|v| v.verdict_stop.as_ref())
+        .filter(|s| s.is(&reason))
+        .map_or_else(|| reason.clone(), |s| s.line(&reason));
+    let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {said}");
     if human_out {
         out::println(&line).or_else(out::closed_is_ok)?;
     } else {

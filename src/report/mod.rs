@@ -139,7 +139,7 @@ pub struct TaskView {
     /// A task stopped on its own verdict: the stop said with the task, its VERDICT.md and
     /// the way out, as `⚠️ HUMAN INTERVENTION REQUIRED` prints it (else the reason alone).
     #[serde(skip)]
-    pub stop_line: Option<String>,
+    pub verdict_stop: Option<VerdictStop>,
     /// At the task-split gate (`Approve before: subtasks`): the plan a person approves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub split_plan: Option<SplitPlan>,
@@ -573,7 +573,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         },
         |r| branch_facts(tree, i, r),
     );
-    let stop_line = verdict_stop_line(tree, i, &wait, &fix_tasks, command.as_deref(), prefix, step);
+    let verdict_stop = verdict_stop(tree, i, &wait, &fix_tasks, command.as_deref(), prefix, step);
     let at_gate = |g: Gate| facts.awaiting == Some(g);
     let split_plan = at_gate(Gate::Subtasks).then(|| split_plan(node)).flatten();
     let integration = isolated
@@ -645,7 +645,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         } else {
             Vec::new()
         },
-        stop_line,
+        verdict_stop,
         split_plan,
         integration,
     }
@@ -700,9 +700,32 @@ impl<'f> FixProgress<'f> {
 }
 
 /// The stop of a task on its own FAIL or NEEDS_REVIEW verdict, said whole: the task, the
-/// file that holds the verdict and the way out the view's command starts (`--manual` makes
-/// the fix tasks, then `--referee-again`); none for any other stop.
-fn verdict_stop_line(
+/// file that holds the verdict and the way out the view's command starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerdictStop {
+    task: String,
+    /// The verdict's reason, as the task's state says it.
+    reason: String,
+    /// `--manual` makes the fix tasks, then `--referee-again` (or edit the verdict).
+    way_out: String,
+}
+
+impl VerdictStop {
+    /// Whether a run's stop `reason` is this stop: the verdict's reason, alone or with what
+    /// the run adds after it (why rework did not go on, and each round's cause).
+    pub fn is(&self, reason: &str) -> bool {
+        reason.starts_with(&self.reason)
+    }
+
+    /// The line, saying `reason` (the verdict's, or the run's that [`VerdictStop::is`] it).
+    pub fn line(&self, reason: &str) -> String {
+        let task = &self.task;
+        format!("{task}: {reason} ({task}/VERDICT.md); {}", self.way_out)
+    }
+}
+
+/// The [`VerdictStop`] of task `i`, if it stopped on its own verdict; none for any other stop.
+fn verdict_stop(
     tree: &TaskTree,
     i: usize,
     wait: &Wait,
@@ -710,7 +733,7 @@ fn verdict_stop_line(
     command: Option<&str>,
     prefix: &str,
     step: bool,
-) -> Option<String> {
+) -> Option<VerdictStop> {
     let node = &tree.nodes[i];
     let reason = node.decision.reason.as_deref()?;
     if node.state() != State::HumanIntervention
@@ -734,7 +757,11 @@ fn verdict_stop_line(
             format!("its fix tasks are complete: `{again}` runs its referee again")
         }
     };
-    Some(format!("{rel}: {reason} ({rel}/VERDICT.md); {way_out}"))
+    Some(VerdictStop {
+        task: rel.clone(),
+        reason: reason.to_string(),
+        way_out,
+    })
 }
 
 /// The questions of a task's QUESTIONS.md (none when it cannot be read or parsed: the stop
@@ -1077,7 +1104,9 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         let _ = writeln!(
             out,
             "\n⚠️ **HUMAN INTERVENTION REQUIRED**: {}",
-            v.stop_line.as_deref().unwrap_or(r)
+            v.verdict_stop
+                .as_ref()
+                .map_or_else(|| r.clone(), |s| s.line(r))
         );
     }
 }

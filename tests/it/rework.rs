@@ -154,6 +154,16 @@ fn spent_rounds_stop_with_each_rounds_cause() {
         .stdout_contains(
             "referee verdict is FAIL; the 2 rework rounds allowed (`- **Rework**: 2`) are spent (round 1: verdict_failed: referee verdict is FAIL; round 2: verdict_failed: referee verdict is FAIL)",
         )
+        // With its rounds spent, the stop still names the verdict's file and the way out,
+        // as a FAIL without rework does.
+        .stdout_contains(
+            "⚠️ **HUMAN INTERVENTION REQUIRED**: tasks/a: referee verdict is FAIL; the 2 rework \
+             rounds allowed",
+        )
+        .stdout_contains(
+            "round 2: verdict_failed: referee verdict is FAIL) (tasks/a/VERDICT.md); `automaton \
+             orchestrate --manual` creates its fix tasks",
+        )
         .stderr_any()
         .run();
     assert!(read_if(&p, "tasks/a/logs/rework/1/FINDINGS.md").contains("bug-1"));
