@@ -122,10 +122,15 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             rejected: None,
         };
         approvals::append(&node.dir, &record)?;
+        // What the approval holds to: each artifact's SHA-256, and for the merge gate the
+        // branch's tip (a git commit id, not a SHA-256), shortened as git does.
         let covers: Vec<String> = record
             .artifacts
             .iter()
-            .map(|(name, h)| format!("{name} {}", &h[..12]))
+            .map(|(name, h)| match name.strip_prefix("branch ") {
+                Some(branch) => format!("branch {branch} at {}", &h[..12]),
+                None => format!("{name} sha256 {}", &h[..12]),
+            })
             .collect();
         out::println(format_args!(
             "Approved {} of {} by {}{}",
@@ -135,7 +140,7 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             if covers.is_empty() {
                 String::new()
             } else {
-                format!(" (sha256: {})", covers.join(", "))
+                format!(" ({})", covers.join(", "))
             }
         ))?;
     }

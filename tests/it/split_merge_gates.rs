@@ -138,7 +138,7 @@ fn the_split_gate_shows_the_plan_and_approve_starts_the_waves() {
 
     tester(&p)
         .args(["approve", PARENT])
-        .stdout_contains("Approved subtasks of tasks/p by tester (sha256: DECOMPOSITION.md ")
+        .stdout_contains("Approved subtasks of tasks/p by tester (DECOMPOSITION.md sha256 ")
         .run();
     let recs = records(&p, PARENT);
     assert_eq!(recs.len(), 1);
@@ -312,7 +312,9 @@ fn the_merge_gate_shows_the_diff_refuses_merge_until_approved_then_merges() {
 
     in_repo(&p, p.test())
         .args(["approve", TASK])
-        .stdout_contains("Approved merge of tasks/a by tester (sha256: ")
+        .stdout_regex(
+            r"^Approved merge of tasks/a by tester \(.*VERDICT\.md sha256 [0-9a-f]{12}.*, branch automaton/a at [0-9a-f]{12}\)\n",
+        )
         .run();
     let recs = records(&p, TASK);
     assert_eq!(recs[0]["gate"], "merge");
