@@ -480,17 +480,22 @@ pub fn wait_group_gone(pgid: Pid, deadline: Instant) -> bool {
 
 /// Block until one of `pids` exits (its pidfd becomes readable) or `end` passes, so a wait
 /// ends when the kernel says so. Where pidfds are not to be had (before Linux 5.3, or a
-/// process gone meanwhile), a 10 ms nap stands in.
+/// seccomp filter), a 10 ms nap stands in.
 pub(super) fn wait_any_exit(pids: &[i32], end: Instant) {
-    let fds: Vec<OwnedFd> = pids
-        .iter()
-        .filter_map(|&p| Pid::from_raw(p))
-        .filter_map(|p| rustix::process::pidfd_open(p, PidfdFlags::empty()).ok())
-        .collect();
     let left = end.saturating_duration_since(Instant::now());
-    if fds.len() < pids.len() {
-        std::thread::sleep(left.min(Duration::from_millis(10)));
-        return;
+    let nap = || std::thread::sleep(left.min(Duration::from_millis(10)));
+    if pids.is_empty() {
+        // Nothing to watch (what was there is a zombie by now): look again shortly.
+        return nap();
+    }
+    let mut fds: Vec<OwnedFd> = Vec::with_capacity(pids.len());
+    for pid in pids.iter().filter_map(|&p| Pid::from_raw(p)) {
+        match rustix::process::pidfd_open(pid, PidfdFlags::empty()) {
+            Ok(fd) => fds.push(fd),
+            // Gone already: the exit waited for.
+            Err(rustix::io::Errno::SRCH) => return,
+            Err(_) => return nap(),
+        }
     }
     let mut polled: Vec<PollFd<'_>> = fds
         .iter()
