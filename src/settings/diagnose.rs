@@ -68,6 +68,53 @@ pub fn key_hint(key: &str, section: &str, file: SettingsFile) -> String {
     }
 }
 
+/// The warnings for config.md's headings automaton does not know: a did-you-mean, or where
+/// the known settings under one belong.
+fn unknown_sections(
+    headings: &[(usize, usize, String)],
+    bullets: &[super::markdown::Bullet],
+) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (idx, (line, level, name)) in headings.iter().enumerate() {
+        if is_section(name) {
+            continue;
+        }
+        let end = headings.get(idx + 1).map_or(usize::MAX, |h| h.0);
+        let inside: Vec<_> = bullets
+            .iter()
+            .filter(|b| b.line > *line && b.line < end)
+            .collect();
+        // A setting automaton knows, put under the wrong heading: say where it belongs
+        // (a gate meant but misplaced would otherwise be silently absent).
+        let belong: Vec<String> = inside
+            .iter()
+            .filter_map(|b| specs_named(&b.key).next())
+            .map(|spec| format!("`{}` belongs in {}", spec.key, home_of(spec)))
+            .collect();
+        let near = nearest(name, sections());
+        let what = format!("unknown section `{} {name}`", "#".repeat(*level));
+        match near {
+            Some(s) => out.push((
+                *line,
+                format!("{what}; did you mean `## {s}`? (its settings are ignored)"),
+            )),
+            None if !belong.is_empty() => out.push((
+                *line,
+                format!("{what}: its settings are ignored; {}", belong.join("; ")),
+            )),
+            None if !inside.is_empty() => out.push((
+                *line,
+                format!(
+                    "{what}: its settings are ignored (sections: {})",
+                    sections().collect::<Vec<_>>().join(", ")
+                ),
+            )),
+            None => {}
+        }
+    }
+    out
+}
+
 /// The warnings for one settings file: `(line, message)`.
 pub fn diagnose(text: &str, file: SettingsFile) -> Vec<(usize, String)> {
     let bullets = parse_bullets(text);
@@ -119,43 +166,7 @@ pub fn diagnose(text: &str, file: SettingsFile) -> Vec<(usize, String)> {
 
     // Sections: in config.md, one automaton does not know hides its settings.
     if file == SettingsFile::ConfigMd {
-        for (idx, (line, level, name)) in headings.iter().enumerate() {
-            if is_section(name) {
-                continue;
-            }
-            let end = headings.get(idx + 1).map_or(usize::MAX, |h| h.0);
-            let inside: Vec<_> = bullets
-                .iter()
-                .filter(|b| b.line > *line && b.line < end)
-                .collect();
-            // A setting automaton knows, put under the wrong heading: say where it belongs
-            // (a gate meant but misplaced would otherwise be silently absent).
-            let belong: Vec<String> = inside
-                .iter()
-                .filter_map(|b| specs_named(&b.key).next())
-                .map(|spec| format!("`{}` belongs in {}", spec.key, home_of(spec)))
-                .collect();
-            let near = nearest(name, sections());
-            let what = format!("unknown section `{} {name}`", "#".repeat(*level));
-            match near {
-                Some(s) => out.push((
-                    *line,
-                    format!("{what}; did you mean `## {s}`? (its settings are ignored)"),
-                )),
-                None if !belong.is_empty() => out.push((
-                    *line,
-                    format!("{what}: its settings are ignored; {}", belong.join("; ")),
-                )),
-                None if !inside.is_empty() => out.push((
-                    *line,
-                    format!(
-                        "{what}: its settings are ignored (sections: {})",
-                        sections().collect::<Vec<_>>().join(", ")
-                    ),
-                )),
-                None => {}
-            }
-        }
+        out.extend(unknown_sections(&headings, &bullets));
     }
 
     // Bullets the loader skips without a word.
