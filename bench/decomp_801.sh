@@ -71,6 +71,7 @@ for ((r = 0; r < runs; r++)); do
 done
 am=$(median "${a[@]}") xm=$(median "${x[@]}")
 printf '%d phases (1 + 8 x %d sub-tasks), --jobs 2, %d runs each, interleaved, medians\n' "$phases" "$n" "$runs"
+scratch_fs
 printf '%-28s %10s ms\n' "automaton orchestrate" "$am" "xargs -P2" "$xm"
 [ -z "$have_ninja" ] || printf '%-28s %10s ms\n' "ninja -j2" "$(median "${j[@]}")"
 awk -v a="$am" -v x="$xm" -v p="$phases" 'BEGIN { printf "ratio automaton/xargs: %.2fx (aim <= 1.2x); overhead %.2f ms/phase\n", a / x, (a - x) / p }'

@@ -94,3 +94,11 @@ ms() {
     end=$(date +%s%N)
     awk -v n=$((end - start)) 'BEGIN { printf "%.1f", n / 1e6 }'
 }
+
+# scratch_fs: the file system the runs wrote to, which sets much of a figure (an fsync's
+# journal commit, ext4 without a journal scanning recently freed inodes on every create;
+# see bench/README.md).
+scratch_fs() {
+    printf 'scratch: %s (%s)\n' "$work" \
+        "$(findmnt -n -o FSTYPE,SOURCE -T "$work" 2>/dev/null || stat -f -c %T "$work")"
+}

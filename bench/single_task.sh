@@ -46,5 +46,6 @@ for ((r = 0; r < runs; r++)); do
 done
 am=$(median "${a[@]}") sm=$(median "${s[@]}")
 printf 'one task, 8 phases, %d runs each, interleaved, medians\n' "$runs"
+scratch_fs
 printf '%-28s %10s ms\n' "automaton orchestrate" "$am" "shell loop" "$sm"
 awk -v a="$am" -v s="$sm" 'BEGIN { printf "ratio automaton/shell: %.2fx (aim <= 1.3x)\n", a / s }'
