@@ -120,14 +120,10 @@ fn start(
     let moved = rounds::set_aside();
     let kept = rounds::begin(dir, cause, base.as_deref(), findings, &moved)?;
     crate::store::inputs::forget(dir, &moved)?;
-    let counted = rounds::rounds(dir)
-        .iter()
-        .filter(|r| !r.by_person())
-        .count();
     run.progress.event(&Event::ReworkStarted {
         task: rel,
         round: rounds::count(dir),
-        counted: counted as u32,
+        counted: rounds::counted(&rounds::rounds(dir)),
         max: run.cfg.rework,
         cause,
         kept: &kept,
@@ -171,7 +167,16 @@ pub(super) fn prompt_section(
     dir: &Path,
     ws: Option<&Workspace>,
 ) -> Option<String> {
-    let round = rounds::rounds(dir).pop()?;
+    let mut all = rounds::rounds(dir);
+    // automaton's rounds are numbered as they count against `Rework` (a person's round
+    // before them does not); a person's round by its folder.
+    let counted = rounds::counted(&all);
+    let round = all.pop()?;
+    let n = if round.by_person() {
+        round.number
+    } else {
+        counted
+    };
     let findings_file = round.dir.join(FINDINGS_FILE);
     if phase == Phase::Implement {
         // A person's round is not one of the `Rework` rounds: no "of N" for it.
@@ -186,7 +191,6 @@ pub(super) fn prompt_section(
              kept in `{kept}` (IMPLEMENTATION.md says what was built, the bug reports what was \
              found). Fix what these findings name (they are also in `{file}`), then write a new \
              IMPLEMENTATION.md:\n\n{findings}\n",
-            n = round.number,
             cause = round.cause,
             kept = round.dir.display(),
             file = findings_file.display(),
@@ -200,7 +204,6 @@ pub(super) fn prompt_section(
     Some(format!(
         "## Rework round {n}: review what this round changed\n\n\
          This task is in rework round {n} ({cause}); the findings it answers are in `{file}`.{diff}\n",
-        n = round.number,
         cause = round.cause,
         file = findings_file.display(),
         diff = diff.unwrap_or_default(),

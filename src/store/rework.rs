@@ -52,6 +52,11 @@ impl Round {
     }
 }
 
+/// The rounds of `rounds` that count against `- **Rework**` (a person's do not).
+pub fn counted(rounds: &[Round]) -> u32 {
+    rounds.iter().filter(|r| !r.by_person()).count() as u32
+}
+
 /// The rounds of the task in `task_dir`, oldest first (a missing folder: none).
 pub fn rounds(task_dir: &Path) -> Vec<Round> {
     let root = task_dir.join(REWORK_DIR);

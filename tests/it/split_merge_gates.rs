@@ -450,6 +450,16 @@ fn a_persons_merge_round_is_not_counted_in_the_rework_rounds_said() {
         .stdout_contains("the 1 rework round allowed (`- **Rework**: 1`) is spent")
         .run();
     assert!(p.join("tasks/a/logs/rework/2/VERDICT.md").is_file());
+    // The agent is told the same number: round 1 of 1, not 2 of 1.
+    let prompt = read_if(&p, "tasks/a/logs/implement-3.prompt.md");
+    assert!(
+        prompt.contains("## Rework round 1 of 1: fix the findings"),
+        "{prompt}"
+    );
+    assert!(
+        read_if(&p, "tasks/a/logs/referee-3.prompt.md")
+            .contains("## Rework round 1: review what this round changed")
+    );
 }
 
 #[test]
