@@ -23,7 +23,7 @@ pub fn dry_run(
 ) -> super::Result<u8> {
     let cfg = RunConfig::resolve(settings);
     let progress = Progress::new(args.run.json, args.run.quiet, |tty| ctx.colors(tty));
-    let Some(rel) = target(ctx, args, &cfg, prefix, &progress)? else {
+    let Some(targets) = targets(ctx, args, &cfg, prefix, &progress)? else {
         return Ok(crate::exit::OK);
     };
     // A run's first turn, without what a run sets up: no lock, no signal handlers, no
@@ -55,8 +55,10 @@ pub fn dry_run(
         vram: None,
         ports: crate::run::ports::Ports::new(),
     };
-    for p in plan(&run, &rel, rules) {
-        show(&progress, &p)?;
+    for rel in &targets {
+        for p in plan(&run, rel, rules) {
+            show(&progress, &p)?;
+        }
     }
     Ok(crate::exit::OK)
 }
@@ -85,19 +87,21 @@ fn show(progress: &Progress, p: &Planned) -> super::Result<()> {
     Ok(())
 }
 
-/// The task a run would drive: the one `--task` names, the one a description names (a run
-/// would create it when it does not exist yet: said, not done), or the most advanced one.
-fn target(
+/// The tasks to plan: the one `--task` names, the one a description names (a run would
+/// create it when it does not exist yet: said, not done), or the most advanced one a run
+/// would drive. Where a run would drive none (every task is complete or waits for a person),
+/// every top-level task, so each says what it waits for. `None`: already said.
+fn targets(
     ctx: &Ctx,
     args: &OrchestrateArgs,
     cfg: &RunConfig,
     prefix: &str,
     progress: &Progress,
-) -> super::Result<Option<String>> {
+) -> super::Result<Option<Vec<String>>> {
     if let Some(desc) = args.description.as_deref().filter(|d| !d.trim().is_empty()) {
         let rel = format!("tasks/{}", names::kebab(desc));
         if ctx.project.join(&rel).is_dir() {
-            return Ok(Some(rel));
+            return Ok(Some(vec![rel]));
         }
         show(
             progress,
@@ -118,9 +122,20 @@ fn target(
                 "no task folder {rel}; `{prefix} status` lists the tasks"
             )));
         }
-        return Ok(Some(rel));
+        return Ok(Some(vec![rel]));
     }
     let mut tree = TaskTree::load_read_only(&ctx.project, &cfg.phases);
     tree.apply_gates(&cfg.approve_before);
-    Ok(most_advanced(&tree))
+    if let Some(rel) = most_advanced(&tree) {
+        return Ok(Some(vec![rel]));
+    }
+    if tree.nodes.is_empty() {
+        out::println(format_args!(
+            "No tasks yet: a run would do nothing. Create one with:\n  {prefix} orchestrate \"describe the task\""
+        ))
+        .or_else(out::closed_is_ok)?;
+        return Ok(None);
+    }
+    let tops = tree.nodes.iter().filter(|n| n.parent.is_none());
+    Ok(Some(tops.map(|n| n.rel.clone()).collect()))
 }

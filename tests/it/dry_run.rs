@@ -140,3 +140,36 @@ fn dry_run_prints_the_planners_next_step_for_every_task_and_writes_nothing() {
 
     assert_eq!(contents(p.path()), before, "a dry run changed the project");
 }
+
+#[test]
+fn with_nothing_a_run_would_drive_the_dry_run_says_what_each_task_waits_for() {
+    let p = Project::new();
+    p.write("tasks/failed/VERDICT.md", verdict("FAIL"));
+    for f in ALL {
+        p.write(&format!("tasks/done/{f}"), "x\n");
+        p.write(&format!("tasks/failed/{f}"), "x\n");
+    }
+    p.write("tasks/done/VERDICT.md", verdict("PASS"));
+    let before = contents(p.path());
+    let out = p.orchestrate().arg("--dry-run").stdout_any().run().stdout;
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[0], "tasks/done: none: complete");
+    assert!(
+        lines[1].starts_with("tasks/failed: stop: ")
+            && lines[1].ends_with("(a run stops here: exit 10)"),
+        "{out}"
+    );
+    assert_eq!(contents(p.path()), before, "a dry run changed the project");
+
+    // No task at all: said so, with the command that makes one.
+    let empty = Project::new();
+    empty
+        .orchestrate()
+        .arg("--dry-run")
+        .stdout(
+            "No tasks yet: a run would do nothing. Create one with:\n  automaton orchestrate \
+             \"describe the task\"\n",
+        )
+        .run();
+}
