@@ -106,7 +106,12 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             tree.nodes[0].state().word()
         )));
     }
-    for i in waiting {
+    // The way on: an approved merge is taken by `merge` (a run has nothing left to do for
+    // a complete task); any other gate, by the run.
+    let merge_only = waiting
+        .iter()
+        .all(|&i| tree.nodes[i].approval.as_ref().map(|w| w.gate) == Some(Gate::Merge));
+    for &i in &waiting {
         let node = &tree.nodes[i];
         let Some(wait) = &node.approval else { continue };
         let record = Record {
@@ -144,7 +149,14 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             }
         ))?;
     }
-    out::println(format_args!("Next:\n  {prefix} orchestrate --task {rel}"))?;
+    if merge_only {
+        out::println("Next:")?;
+        for &i in &waiting {
+            out::println(format_args!("  {prefix} merge {}", tree.nodes[i].rel))?;
+        }
+    } else {
+        out::println(format_args!("Next:\n  {prefix} orchestrate --task {rel}"))?;
+    }
     Ok(exit::OK)
 }
 

@@ -315,6 +315,8 @@ fn the_merge_gate_shows_the_diff_refuses_merge_until_approved_then_merges() {
         .stdout_regex(
             r"^Approved merge of tasks/a by tester \(.*VERDICT\.md sha256 [0-9a-f]{12}.*, branch automaton/a at [0-9a-f]{12}\)\n",
         )
+        // The way on is the merge itself: a run has nothing left to do for a complete task.
+        .stdout_ends_with("Next:\n  automaton merge tasks/a\n")
         .run();
     let recs = records(&p, TASK);
     assert_eq!(recs[0]["gate"], "merge");
