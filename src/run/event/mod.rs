@@ -244,7 +244,7 @@ pub enum Event<'a> {
         rows: Vec<&'a str>,
     },
     /// A failed review or check sent the task back to implement (`- **Rework**`): round
-    /// `round` of `max`, its artifacts from implement on set aside in `kept`.
+    /// `counted` of `max`, its artifacts from implement on set aside in `kept`.
     ReworkStarted {
         task: &'a str,
         /// The round's folder, `logs/rework/<round>/`: every round of the task, a person's too.
