@@ -106,11 +106,7 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             tree.nodes[0].state().word()
         )));
     }
-    // The way on: an approved merge is taken by `merge` (a run has nothing left to do for
-    // a complete task); any other gate, by the run.
-    let merge_only = waiting
-        .iter()
-        .all(|&i| tree.nodes[i].approval.as_ref().map(|w| w.gate) == Some(Gate::Merge));
+    let next = way_on(&tree, &waiting, &rel, &prefix);
     for &i in &waiting {
         let node = &tree.nodes[i];
         let Some(wait) = &node.approval else { continue };
@@ -127,37 +123,48 @@ pub fn approve_command(ctx: &Ctx, args: &ApproveArgs) -> super::Result<u8> {
             rejected: None,
         };
         approvals::append(&node.dir, &record)?;
-        // What the approval holds to: each artifact's SHA-256, and for the merge gate the
-        // branch's tip (a git commit id, not a SHA-256), shortened as git does.
-        let covers: Vec<String> = record
-            .artifacts
-            .iter()
-            .map(|(name, h)| match name.strip_prefix("branch ") {
-                Some(branch) => format!("branch {branch} at {}", &h[..12]),
-                None => format!("{name} sha256 {}", &h[..12]),
-            })
-            .collect();
         out::println(format_args!(
             "Approved {} of {} by {}{}",
             wait.gate.word(),
             node.rel,
             record.who,
-            if covers.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", covers.join(", "))
-            }
+            held_to(&record.artifacts)
         ))?;
     }
-    if merge_only {
-        out::println("Next:")?;
-        for &i in &waiting {
-            out::println(format_args!("  {prefix} merge {}", tree.nodes[i].rel))?;
-        }
-    } else {
-        out::println(format_args!("Next:\n  {prefix} orchestrate --task {rel}"))?;
-    }
+    out::println(format_args!("Next:\n{next}"))?;
     Ok(exit::OK)
+}
+
+/// The way on after approving the gates of `waiting`: an approved merge is taken by `merge`
+/// (a run has nothing left to do for a complete task); any other gate, by the run.
+fn way_on(tree: &TaskTree, waiting: &[usize], rel: &str, prefix: &str) -> String {
+    let gate = |i: usize| tree.nodes[i].approval.as_ref().map(|w| w.gate);
+    if waiting.iter().all(|&i| gate(i) == Some(Gate::Merge)) {
+        let merges: Vec<String> = waiting
+            .iter()
+            .map(|&i| format!("  {prefix} merge {}", tree.nodes[i].rel))
+            .collect();
+        merges.join("\n")
+    } else {
+        format!("  {prefix} orchestrate --task {rel}")
+    }
+}
+
+/// What an approval holds to, for its line: each artifact's SHA-256, and for the merge gate
+/// the branch's tip (a git commit id, not a SHA-256), shortened as git does.
+fn held_to(artifacts: &std::collections::BTreeMap<String, String>) -> String {
+    let covers: Vec<String> = artifacts
+        .iter()
+        .map(|(name, h)| match name.strip_prefix("branch ") {
+            Some(branch) => format!("branch {branch} at {}", &h[..12]),
+            None => format!("{name} sha256 {}", &h[..12]),
+        })
+        .collect();
+    if covers.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", covers.join(", "))
+    }
 }
 
 /// The first free `<dir>/<stem>-<n>.md`.
