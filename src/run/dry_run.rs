@@ -167,7 +167,8 @@ fn rework_why(run: &Run<'_>, node: &crate::task::TaskNode) -> String {
             .reason
             .as_deref()
             .unwrap_or("the referee did not pass it"),
-        crate::store::rework::count(&node.dir) + 1,
+        // Numbered as the round counts against `Rework` (a person's round does not).
+        crate::store::rework::counted(&crate::store::rework::rounds(&node.dir)) + 1,
         run.cfg.rework
     )
 }

@@ -120,10 +120,11 @@ fn start(
     let moved = rounds::set_aside();
     let kept = rounds::begin(dir, cause, base.as_deref(), findings, &moved)?;
     crate::store::inputs::forget(dir, &moved)?;
+    let all = rounds::rounds(dir);
     run.progress.event(&Event::ReworkStarted {
         task: rel,
-        round: rounds::count(dir),
-        counted: rounds::counted(&rounds::rounds(dir)),
+        round: all.len() as u32,
+        counted: rounds::counted(&all),
         max: run.cfg.rework,
         cause,
         kept: &kept,

@@ -173,3 +173,31 @@ fn with_nothing_a_run_would_drive_the_dry_run_says_what_each_task_waits_for() {
         )
         .run();
 }
+
+#[test]
+fn a_dry_run_numbers_a_rework_round_as_it_counts() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Limits\n- **Rework**: 1\n",
+    );
+    for f in ALL {
+        p.write(&format!("tasks/a/{f}"), "x\n");
+    }
+    p.write("tasks/a/VERDICT.md", verdict("FAIL"));
+    // A round a person asked for at the merge gate: it does not count against `Rework`.
+    p.write(
+        "tasks/a/logs/rework/1/FINDINGS.md",
+        "# Rework round 1\n\n- **Cause**: rejected_at_merge: greet in French\n\n## Findings\n\ngreet in French\n",
+    );
+    let out = p
+        .orchestrate()
+        .args(["--dry-run", "--task", "tasks/a"])
+        .stdout_any()
+        .run()
+        .stdout;
+    assert!(
+        out.contains("rework round 1 of 1 (`- **Rework**`)"),
+        "{out}"
+    );
+}

@@ -2,7 +2,7 @@
 //! summary and an exit code that says whether the work is done, manual mode steps one phase at
 //! a time, fix tasks are tracked, and the seeds' wave barrier and budget rules hold.
 
-use crate::harness::{Project, files};
+use crate::harness::{Project, files, output_text};
 use predicates::prelude::*;
 
 // ---- 3. the agent is checked before it runs ----
@@ -626,11 +626,7 @@ fn a_replan_that_keeps_failing_stops_and_never_drops_the_plan() {
         .args(["--agent", "sh budget-agent.sh", "p"])
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = output_text(&out);
     assert_eq!(out.status.code(), Some(12), "{text}");
     assert!(text.contains("retry 1 of 1"), "{text}");
     assert_eq!(decomposition_runs(&p), 2, "announced retry ran: {text}");

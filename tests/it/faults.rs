@@ -1,7 +1,7 @@
 //! Faults of the machine, not of the input: too few file descriptors, and a reader that goes
 //! away. Each must name what failed, stop cleanly, and leave a project the next run completes.
 
-use crate::harness::Project;
+use crate::harness::{Project, output_text};
 use crate::isolation::git;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -50,11 +50,7 @@ fn too_few_file_descriptors_are_named_and_the_rerun_completes() {
             .stderr(Stdio::piped())
             .output()
             .unwrap();
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = output_text(&out);
         assert!(!text.contains("not a git"), "limit {limit}: {text}");
         if !out.status.success() {
             failed += 1;

@@ -285,6 +285,15 @@ fn base_env(p: &Project) -> Vec<(OsString, Option<OsString>)> {
     env
 }
 
+/// A finished command's stdout then stderr, as text (for assertions and their messages).
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// One task of a `status --json` document.
 pub fn task_of<'a>(doc: &'a serde_json::Value, path: &str) -> &'a serde_json::Value {
     doc["tasks"]

@@ -1,7 +1,7 @@
 //! Issue 11: the crash windows a kill -9 campaign found, one test per finding, through the
 //! real binary (the chaos harness in tests/chaos/ runs the campaign itself).
 
-use crate::harness::{Project, wait_for, wait_gone};
+use crate::harness::{Project, output_text, wait_for, wait_gone};
 use std::os::unix::process::CommandExt;
 use std::process::{Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
@@ -43,14 +43,6 @@ fn immutable(path: &std::path::Path, on: bool) -> Option<()> {
         eprintln!("SKIP: chattr +i is not permitted here");
     }
     ok.then_some(())
-}
-
-fn output_text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// Finding 1: a sub-task folder that cannot be written stops that sub-task, with the path in
@@ -738,11 +730,7 @@ fn an_empty_incomplete_marker_is_cleared_with_a_warning() {
         .code(0)
         .get_output()
         .clone();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = output_text(&out);
     assert!(
         all.contains(".incomplete") && all.contains("cleared"),
         "{all}"
