@@ -1,5 +1,7 @@
-//! The line people read for each event of a run (on stderr, without `--json`): one arm per
-//! event, so a new event cannot go unsaid. The JSON form is serde's, in `mod.rs`.
+//! The line people read for each event of a run (on stderr, without `--json`). [`Event::human`]
+//! names every event, so a new one does not compile until it is given a line (or none); it
+//! hands a family of events to the function that words them. The events snapshot in
+//! `tests.rs` pins every line. The JSON form is serde's, in `mod.rs`.
 
 use super::{Check, CheckFinished, CheckStarted, Event, FreezeReason};
 
@@ -9,6 +11,34 @@ impl Event<'_> {
     pub fn human(&self) -> Option<String> {
         use Event::*;
         Some(match self {
+            WorktreeReconciled { .. }
+            | VerdictArchived { .. }
+            | StopCleared { .. }
+            | IncompleteSetAside { .. }
+            | PhaseRecovered { .. }
+            | PersonsEditKept { .. }
+            | LeftoverAgentStopped { .. }
+            | SlurmReattached { .. } => return self.recovery_line(),
+            PhaseStarted { .. }
+            | Leftovers { .. }
+            | PhaseFinished { .. }
+            | FrozenRestored { .. }
+            | ArtifactValidated { .. }
+            | Frozen { .. } => return self.phase_line(),
+            PhaseRetry { .. } | QuestionsAsked { .. } | ReworkStarted { .. } => {
+                return self.round_again_line();
+            }
+            JobsAuto { .. }
+            | WorktreeInclude { .. }
+            | EstimateOverPeak { .. }
+            | SubtaskCreated { .. }
+            | SubtaskRepaired { .. }
+            | OrphanKept { .. }
+            | OrphanRemoved { .. }
+            | VramDetected { .. }
+            | PlanSentBack { .. }
+            | SubtaskStarted { .. }
+            | Merged { .. } => return self.subtask_line(),
             RunStarted {
                 task,
                 agent,
@@ -17,13 +47,33 @@ impl Event<'_> {
                 "command" => format!("automaton: driving {task} with `{agent}`"),
                 kind => format!("automaton: driving {task} with {kind}: `{agent}`"),
             },
-            JobsAuto {
-                weights, budget, ..
-            } => format!(
-                "--jobs auto: sub-tasks start while the model's weights ({}) and their needs fit in {}",
-                crate::run::vram::gb(*weights),
-                crate::run::vram::gb(*budget)
-            ),
+            Workspace { .. } | Committed { .. } => return None,
+            SetupStarted(e) => e.human(Check::Setup),
+            VerifyStarted(e) => e.human(Check::Verify),
+            SetupFinished(e) => e.human(Check::Setup),
+            VerifyFinished(e) => e.human(Check::Verify),
+            Warning { task, message } => format!("warning: {task}: {message}"),
+            TaskComplete { task } => format!("✔ {task}: complete"),
+            // A gate, stale artifacts, a sub-task not ready: a wait for a person (or a
+            // dependency), not a failure, so not drawn with the failure mark.
+            TaskStopped {
+                task,
+                kind: "awaiting_approval" | "stale" | "not_ready",
+                reason,
+            } => format!("⏸ {}", named_once(task, reason)),
+            TaskStopped { task, reason, .. } => format!("✘ {}", named_once(task, reason)),
+            StepDone { task, next } => format!("■ {task}: one step done; {next} is next"),
+            // The command prints these itself, as the report that ends the run.
+            Planned { .. } | Summary(_) | Complete { .. } | Stepped { .. } | Stop { .. } => {
+                return None;
+            }
+        })
+    }
+
+    /// What a run found and mended of an earlier, killed or stopped one.
+    fn recovery_line(&self) -> Option<String> {
+        use Event::*;
+        Some(match self {
             WorktreeReconciled { worktree } => format!(
                 "↻ {}: undid a git operation a killed run left unfinished",
                 worktree.display()
@@ -47,38 +97,26 @@ impl Event<'_> {
             PersonsEditKept { task, artifact } => format!(
                 "  {task}: {artifact} changed since the run that wrote it stopped: your version is used"
             ),
-            Workspace { .. } | Committed { .. } => return None,
-            WorktreeInclude { task, files, .. } => format!(
-                "  {task}: copied {} file{} listed in .worktreeinclude into its worktree",
-                files.len(),
-                if files.len() == 1 { "" } else { "s" }
-            ),
-            SetupStarted(e) => e.human(Check::Setup),
-            VerifyStarted(e) => e.human(Check::Verify),
-            SetupFinished(e) => e.human(Check::Setup),
-            VerifyFinished(e) => e.human(Check::Verify),
             LeftoverAgentStopped { task, what, .. } => format!(
                 "warning: {task}: stopped agent {what} that an earlier, killed run left running"
             ),
+            SlurmReattached { task, phase, job } => format!(
+                "{task}: re-attached to Slurm job {job}, which an earlier, killed run submitted for {phase}"
+            ),
+            _ => return None,
+        })
+    }
+
+    /// One phase of a task: its start, its end, what was judged, frozen or retried.
+    fn phase_line(&self) -> Option<String> {
+        use Event::*;
+        Some(match self {
             PhaseStarted {
                 task,
                 phase,
                 attempt,
                 ..
             } => format!("▶ {task}: {phase} (attempt {attempt})"),
-            SlurmReattached { task, phase, job } => format!(
-                "{task}: re-attached to Slurm job {job}, which an earlier, killed run submitted for {phase}"
-            ),
-            Warning { task, message } => format!("warning: {task}: {message}"),
-            EstimateOverPeak {
-                task,
-                estimate,
-                max_peak,
-                ..
-            } => format!(
-                "warning: {task}: estimated peak context {}k exceeds the max peak of {max_peak} tokens; consider splitting it in DECOMPOSITION.md",
-                estimate / 1000
-            ),
             Leftovers {
                 task,
                 leftovers,
@@ -135,6 +173,15 @@ impl Event<'_> {
                     FreezeReason::Missing => " (no .state.frozen was there)",
                 }
             ),
+            _ => return None,
+        })
+    }
+
+    /// A phase's end that sends the task round again: a retry, the agent's questions, a
+    /// rework round.
+    fn round_again_line(&self) -> Option<String> {
+        use Event::*;
+        Some(match self {
             PhaseRetry {
                 task,
                 phase,
@@ -150,19 +197,15 @@ impl Event<'_> {
                 if *rate_limited { "rate-limited: " } else { "" },
                 crate::run::agent::human_duration(*backoff)
             ),
-            SubtaskCreated { task, wave, .. } => format!("+ {task} (wave {wave})"),
-            SubtaskRepaired { task } => {
-                format!("+ {task}: PARENT_SPEC.md and VRAM_CONFIG.md written (they were missing)")
-            }
-            OrphanKept { task } => format!(
-                "warning: {task} is no longer in DECOMPOSITION.md but has work in it; kept (delete it yourself if it is not needed)"
-            ),
-            OrphanRemoved { task } => {
-                format!("- {task}: no longer in DECOMPOSITION.md and never started; removed")
-            }
-            VramDetected { task, block, .. } => format!("{task}: {}", block.trim_end()),
-            PlanSentBack { task, max_peak, .. } => format!(
-                "↻ {task}: sub-tasks over the context budget of {max_peak} tokens; the plan goes back to the decomposition phase once"
+            QuestionsAsked {
+                task,
+                phase,
+                questions,
+            } => format!(
+                "? {task}: the {phase} agent asks {} question{}: {}",
+                questions.len(),
+                if questions.len() == 1 { "" } else { "s" },
+                questions.join(" / ")
             ),
             ReworkStarted {
                 task,
@@ -181,15 +224,48 @@ impl Event<'_> {
                     )
                 }
             ),
-            QuestionsAsked {
-                task,
-                phase,
-                questions,
+            _ => return None,
+        })
+    }
+
+    /// A decomposition's sub-tasks: made, mended, admitted, started and merged.
+    fn subtask_line(&self) -> Option<String> {
+        use Event::*;
+        Some(match self {
+            JobsAuto {
+                weights, budget, ..
             } => format!(
-                "? {task}: the {phase} agent asks {} question{}: {}",
-                questions.len(),
-                if questions.len() == 1 { "" } else { "s" },
-                questions.join(" / ")
+                "--jobs auto: sub-tasks start while the model's weights ({}) and their needs fit in {}",
+                crate::run::vram::gb(*weights),
+                crate::run::vram::gb(*budget)
+            ),
+            WorktreeInclude { task, files, .. } => format!(
+                "  {task}: copied {} file{} listed in .worktreeinclude into its worktree",
+                files.len(),
+                if files.len() == 1 { "" } else { "s" }
+            ),
+            EstimateOverPeak {
+                task,
+                estimate,
+                max_peak,
+                ..
+            } => format!(
+                "warning: {task}: estimated peak context {}k exceeds the max peak of {max_peak} tokens; consider splitting it in DECOMPOSITION.md",
+                estimate / 1000
+            ),
+            SubtaskCreated { task, wave, .. } => format!("+ {task} (wave {wave})"),
+            SubtaskRepaired { task } => {
+                format!("+ {task}: PARENT_SPEC.md and VRAM_CONFIG.md written (they were missing)")
+            }
+            OrphanKept { task } => format!(
+                "warning: {task} is no longer in DECOMPOSITION.md but has work in it; kept (delete it yourself if it is not needed)"
+            ),
+            OrphanRemoved { task } => {
+                format!("- {task}: no longer in DECOMPOSITION.md and never started; removed")
+            }
+            VramDetected { task, block, .. } => format!("{task}: {}", block.trim_end()),
+            PlanSentBack { task, max_peak, .. } => format!(
+                "↻ {task}: sub-tasks over the context budget of {max_peak} tokens; the plan goes back to the decomposition phase once"
             ),
             SubtaskStarted {
                 task,
@@ -200,20 +276,7 @@ impl Event<'_> {
                 task, wave: None, ..
             } => format!("▶ {task}: sub-task started (made by hand, not in a plan)"),
             Merged { task, branch, into } => format!("⇢ {task}: merged {branch} into {into}"),
-            TaskComplete { task } => format!("✔ {task}: complete"),
-            // A gate, stale artifacts, a sub-task not ready: a wait for a person (or a
-            // dependency), not a failure, so not drawn with the failure mark.
-            TaskStopped {
-                task,
-                kind: "awaiting_approval" | "stale" | "not_ready",
-                reason,
-            } => format!("⏸ {}", named_once(task, reason)),
-            TaskStopped { task, reason, .. } => format!("✘ {}", named_once(task, reason)),
-            StepDone { task, next } => format!("■ {task}: one step done; {next} is next"),
-            // The command prints these itself, as the report that ends the run.
-            Planned { .. } | Summary(_) | Complete { .. } | Stepped { .. } | Stop { .. } => {
-                return None;
-            }
+            _ => return None,
         })
     }
 }
