@@ -138,56 +138,21 @@ pub fn read_snapshot_in(
             return snap;
         }
     };
-    let mut present: Vec<Artifact> = Vec::new();
-    let mut control: Vec<&'static str> = Vec::new();
-    while let Some(entry) = entries.read() {
-        let Ok(entry) = entry else { break };
-        let Ok(name) = entry.file_name().to_str() else {
-            continue;
-        };
-        if let Some(a) = Artifact::from_file_name(name) {
-            present.push(a);
-        } else {
-            match name {
-                STATE_FILE => control.push(STATE_FILE),
-                ORIGIN_FILE => control.push(ORIGIN_FILE),
-                STOP_FILE => control.push(STOP_FILE),
-                INCOMPLETE_FILE => control.push(INCOMPLETE_FILE),
-                SUBTASKS_DIR => {
-                    snap.has_subtasks_dir = true;
-                    snap.subtasks_is_dir = entry.file_type() == rustix::fs::FileType::Directory;
-                }
-                crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
-                "logs" => snap.has_logs = true,
-                crate::artifact::questions::QUESTIONS_FILE => snap.questions = true,
-                crate::store::isolation::ISOLATION_FILE => snap.has_isolation = true,
-                crate::store::frozen::FROZEN_FILE => snap.has_frozen = true,
-                _ => {}
-            }
-        }
-    }
+    let (mut present, control) = list_folder(&mut entries, &mut snap);
     cache.set_dir(entries);
+    let mut folder = Reader {
+        dir,
+        rel,
+        warnings,
+        cache,
+    };
     if control.contains(&ORIGIN_FILE) {
-        let path = dir.join(ORIGIN_FILE);
-        match cache
-            .bytes(ORIGIN_ID, &path, usize::MAX)
-            .map(|(b, _)| serde_json::from_slice::<OriginFile>(&b))
-        {
-            Ok(Ok(o)) if State::parse(&o.start).is_some() => snap.origin = Some(Box::new(o)),
-            Ok(Ok(o)) => warnings.push(format!(
-                "{rel}/{ORIGIN_FILE}: unknown start state `{}` (ignored)",
-                o.start
-            )),
-            Ok(Err(e)) => warnings.push(format!(
-                "{rel}/{ORIGIN_FILE}: not valid JSON ({e}); ignored"
-            )),
-            Err(e) => warnings.push(format!("{rel}/{ORIGIN_FILE}: cannot read: {e}")),
-        }
+        snap.origin = folder.origin();
     }
     if control.contains(&INCOMPLETE_FILE) {
         match crate::store::task_files::read_incomplete(dir) {
             Ok(a) => snap.incomplete = a,
-            Err(e) => warnings.push(format!("{rel}/{INCOMPLETE_FILE}: {e}")),
+            Err(e) => folder.warn(format!("{INCOMPLETE_FILE}: {e}")),
         }
         // An artifact a phase run was still writing never counts.
         if honour_incomplete {
@@ -197,81 +162,22 @@ pub fn read_snapshot_in(
     // VERDICT.md and DECOMPOSITION.md are parsed anyway: read them once.
     let mut texts: Vec<(Artifact, (String, bool))> = Vec::new();
     for a in present {
-        let path = dir.join(a.file_name());
-        let inherited = snap
-            .origin
-            .as_ref()
-            .and_then(|o| o.inherited.get(a.file_name()));
-        let counts = match inherited {
-            Some(hash) => match crate::fsx::read(&path) {
-                Ok(bytes) => has_content(&bytes) && content_hash(&bytes) != *hash,
-                Err(e) => {
-                    warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
-                    false
-                }
-            },
-            None if matches!(a, Artifact::Verdict | Artifact::Decomposition) => {
-                match read_text(&path, rel, warnings, cache, a) {
-                    Some(text) if has_content(text.0.as_bytes()) => {
-                        texts.push((a, text));
-                        true
-                    }
-                    _ => false,
-                }
-            }
-            None => {
-                let mut hash = None;
-                let wanted = (snap.has_inputs && cache.hash_inputs).then_some(&mut hash);
-                let probed = cache.probe(artifact_id(a), &path, |f| probe_content(f, wanted));
-                if let Some(hash) = hash {
-                    let hashes = snap.hashes.get_or_insert_default();
-                    hashes.insert(a.file_name().to_string(), Some(hash));
-                }
-                match probed {
-                    Ok((content, utf8_ok)) => {
-                        if !utf8_ok {
-                            warnings.push(format!("{rel}/{}: not valid UTF-8", a.file_name()));
-                        }
-                        content
-                    }
-                    Err(e) => {
-                        warnings.push(format!("{rel}/{}: cannot read: {e}", a.file_name()));
-                        false
-                    }
-                }
-            }
-        };
-        if counts {
+        if folder.counts(a, &mut snap, &mut texts) {
             snap.artifacts.insert(a);
         }
     }
-    let mut text_of = |a: Artifact| match texts.iter().position(|(t, _)| *t == a) {
-        Some(i) => Some(texts.swap_remove(i).1),
-        None => read_text(&dir.join(a.file_name()), rel, warnings, cache, a),
-    };
+    let mut text_of =
+        |folder: &mut Reader<'_, '_>, a: Artifact| match texts.iter().position(|(t, _)| *t == a) {
+            Some(i) => Some(texts.swap_remove(i).1),
+            None => folder.text(a),
+        };
     if snap.artifacts.contains(Artifact::Verdict) {
-        snap.verdict = text_of(Artifact::Verdict).map(|(t, _)| Box::new(parse_verdict(&t)));
+        snap.verdict =
+            text_of(&mut folder, Artifact::Verdict).map(|(t, _)| Box::new(parse_verdict(&t)));
     }
     if snap.artifacts.contains(Artifact::Decomposition) {
-        snap.plan = text_of(Artifact::Decomposition).map(|(t, cut)| {
-            if cut {
-                let size = fs::metadata(dir.join(Artifact::Decomposition.file_name()))
-                    .map_or(String::new(), |m| {
-                        format!(" ({} bytes)", crate::units::thousands(m.len()))
-                    });
-                Err(PlanError::one(
-                    0,
-                    format!(
-                        "the file is over the {} MiB size cap of a plan{size}, and a plan is never \
-                         read cut short: split the work into fewer, larger sub-tasks (a nested \
-                         plan can hold the rest)",
-                        MAX_PARSED_BYTES / (1024 * 1024)
-                    ),
-                ))
-            } else {
-                parse_decomposition(&t)
-            }
-        });
+        snap.plan = text_of(&mut folder, Artifact::Decomposition)
+            .map(|(text, cut)| folder.plan(&text, cut));
     }
     snap.verify_due = snap.has_logs
         && snap.artifacts.contains(Artifact::Verdict)
@@ -281,35 +187,241 @@ pub fn read_snapshot_in(
         && snap.artifacts.highest() <= Some(Artifact::Spec)
         && (dir.join(SENT_BACK_FILE).exists() || dir.join(REJECTED_PLAN_FILE).exists());
     if control.contains(&STATE_FILE) {
-        // One word is expected; a huge file is not read whole.
-        match cache.bytes(STATE_ID, &dir.join(STATE_FILE), 256) {
-            Ok((bytes, _)) => {
-                let word = String::from_utf8_lossy(&bytes);
-                match State::parse(&word) {
-                    Some(s) => snap.state_file = Some(s),
-                    None => warnings.push(format!(
-                        "{rel}/{STATE_FILE}: unknown state `{}` (ignored; the artifacts decide)",
-                        word.trim().chars().take(40).collect::<String>()
-                    )),
-                }
-            }
-            Err(e) => warnings.push(format!("{rel}/{STATE_FILE}: cannot read: {e}")),
-        }
+        snap.state_file = folder.state_word();
     }
     if control.contains(&STOP_FILE) {
-        match cache.bytes(STOP_ID, &dir.join(STOP_FILE), usize::MAX) {
+        snap.stop = folder.stop_reason();
+    }
+    snap
+}
+
+/// One pass over the folder's listing: the artifacts there (whether they hold content is
+/// read next), the control files to read, and the flags a name alone answers.
+fn list_folder(
+    entries: &mut rustix::fs::Dir,
+    snap: &mut Snapshot,
+) -> (Vec<Artifact>, Vec<&'static str>) {
+    let mut present = Vec::new();
+    let mut control = Vec::new();
+    while let Some(entry) = entries.read() {
+        let Ok(entry) = entry else { break };
+        let Ok(name) = entry.file_name().to_str() else {
+            continue;
+        };
+        if let Some(a) = Artifact::from_file_name(name) {
+            present.push(a);
+            continue;
+        }
+        match name {
+            STATE_FILE => control.push(STATE_FILE),
+            ORIGIN_FILE => control.push(ORIGIN_FILE),
+            STOP_FILE => control.push(STOP_FILE),
+            INCOMPLETE_FILE => control.push(INCOMPLETE_FILE),
+            SUBTASKS_DIR => {
+                snap.has_subtasks_dir = true;
+                snap.subtasks_is_dir = entry.file_type() == rustix::fs::FileType::Directory;
+            }
+            crate::store::inputs::INPUTS_FILE => snap.has_inputs = true,
+            "logs" => snap.has_logs = true,
+            crate::artifact::questions::QUESTIONS_FILE => snap.questions = true,
+            crate::store::isolation::ISOLATION_FILE => snap.has_isolation = true,
+            crate::store::frozen::FROZEN_FILE => snap.has_frozen = true,
+            _ => {}
+        }
+    }
+    (present, control)
+}
+
+/// The files of one task folder, read through its cache; what cannot be read is a warning
+/// naming the file (`<rel>/<name>: ...`), never an error.
+struct Reader<'r, 'c> {
+    dir: &'r Path,
+    rel: &'r str,
+    warnings: &'r mut Vec<String>,
+    cache: &'r mut TaskCache<'c>,
+}
+
+impl Reader<'_, '_> {
+    /// Warn about a file of the folder: `what` starts with its name.
+    fn warn(&mut self, what: String) {
+        self.warnings.push(format!("{}/{what}", self.rel));
+    }
+
+    /// `.origin`: where a sub-task started and the inherited copies it holds.
+    fn origin(&mut self) -> Option<Box<OriginFile>> {
+        let path = self.dir.join(ORIGIN_FILE);
+        match self
+            .cache
+            .bytes(ORIGIN_ID, &path, usize::MAX)
+            .map(|(b, _)| serde_json::from_slice::<OriginFile>(&b))
+        {
+            Ok(Ok(o)) if State::parse(&o.start).is_some() => return Some(Box::new(o)),
+            Ok(Ok(o)) => self.warn(format!(
+                "{ORIGIN_FILE}: unknown start state `{}` (ignored)",
+                o.start
+            )),
+            Ok(Err(e)) => self.warn(format!("{ORIGIN_FILE}: not valid JSON ({e}); ignored")),
+            Err(e) => self.warn(format!("{ORIGIN_FILE}: cannot read: {e}")),
+        }
+        None
+    }
+
+    /// Whether artifact `a` counts: it holds more than whitespace, and is not an unchanged
+    /// copy inherited from the parent. VERDICT.md and DECOMPOSITION.md are read whole (into
+    /// `texts`, to be parsed); in a folder that records inputs, each artifact read whole is
+    /// hashed into `snap.hashes`.
+    fn counts(
+        &mut self,
+        a: Artifact,
+        snap: &mut Snapshot,
+        texts: &mut Vec<(Artifact, (String, bool))>,
+    ) -> bool {
+        let path = self.dir.join(a.file_name());
+        let inherited = snap
+            .origin
+            .as_ref()
+            .and_then(|o| o.inherited.get(a.file_name()));
+        if let Some(hash) = inherited {
+            return match crate::fsx::read(&path) {
+                Ok(bytes) => has_content(&bytes) && content_hash(&bytes) != *hash,
+                Err(e) => {
+                    self.warn(format!("{}: cannot read: {e}", a.file_name()));
+                    false
+                }
+            };
+        }
+        if matches!(a, Artifact::Verdict | Artifact::Decomposition) {
+            return match self.text(a) {
+                Some(text) if has_content(text.0.as_bytes()) => {
+                    texts.push((a, text));
+                    true
+                }
+                _ => false,
+            };
+        }
+        let mut hash = None;
+        let wanted = (snap.has_inputs && self.cache.hash_inputs).then_some(&mut hash);
+        let probed = self
+            .cache
+            .probe(artifact_id(a), &path, |f| probe_content(f, wanted));
+        if let Some(hash) = hash {
+            let hashes = snap.hashes.get_or_insert_default();
+            hashes.insert(a.file_name().to_string(), Some(hash));
+        }
+        match probed {
+            Ok((content, utf8_ok)) => {
+                if !utf8_ok {
+                    self.warn(format!("{}: not valid UTF-8", a.file_name()));
+                }
+                content
+            }
+            Err(e) => {
+                self.warn(format!("{}: cannot read: {e}", a.file_name()));
+                false
+            }
+        }
+    }
+
+    /// DECOMPOSITION.md's plan; one over the size cap (`cut`) is refused, never read short.
+    fn plan(&self, text: &str, cut: bool) -> Result<Plan, PlanError> {
+        if !cut {
+            return parse_decomposition(text);
+        }
+        let size = fs::metadata(self.dir.join(Artifact::Decomposition.file_name()))
+            .map_or(String::new(), |m| {
+                format!(" ({} bytes)", crate::units::thousands(m.len()))
+            });
+        Err(PlanError::one(
+            0,
+            format!(
+                "the file is over the {} MiB size cap of a plan{size}, and a plan is never \
+                 read cut short: split the work into fewer, larger sub-tasks (a nested \
+                 plan can hold the rest)",
+                MAX_PARSED_BYTES / (1024 * 1024)
+            ),
+        ))
+    }
+
+    /// The word in `.state`. One word is expected; a huge file is not read whole.
+    fn state_word(&mut self) -> Option<State> {
+        match self.cache.bytes(STATE_ID, &self.dir.join(STATE_FILE), 256) {
+            Ok((bytes, _)) => {
+                let word = String::from_utf8_lossy(&bytes);
+                let state = State::parse(&word);
+                if state.is_none() {
+                    self.warn(format!(
+                        "{STATE_FILE}: unknown state `{}` (ignored; the artifacts decide)",
+                        word.trim().chars().take(40).collect::<String>()
+                    ));
+                }
+                state
+            }
+            Err(e) => {
+                self.warn(format!("{STATE_FILE}: cannot read: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Why the task stopped, as `.stop` says (an empty one: stopped by the orchestrator).
+    fn stop_reason(&mut self) -> Option<String> {
+        match self
+            .cache
+            .bytes(STOP_ID, &self.dir.join(STOP_FILE), usize::MAX)
+        {
             Ok((bytes, _)) => {
                 let text = String::from_utf8_lossy(&bytes).trim().to_string();
-                snap.stop = Some(if text.is_empty() {
+                Some(if text.is_empty() {
                     "stopped by the orchestrator".into()
                 } else {
                     text
-                });
+                })
             }
-            Err(e) => warnings.push(format!("{rel}/{STOP_FILE}: cannot read: {e}")),
+            Err(e) => {
+                self.warn(format!("{STOP_FILE}: cannot read: {e}"));
+                None
+            }
         }
     }
-    snap
+
+    /// The text of an artifact, up to [`MAX_PARSED_BYTES`], and whether it was cut there (a
+    /// cut VERDICT.md is warned about here; a cut DECOMPOSITION.md is [`Reader::plan`]'s
+    /// refusal).
+    fn text(&mut self, artifact: Artifact) -> Option<(String, bool)> {
+        let path = self.dir.join(artifact.file_name());
+        let name = artifact.file_name();
+        match self
+            .cache
+            .bytes(artifact_id(artifact), &path, MAX_PARSED_BYTES)
+        {
+            Ok((bytes, truncated)) => {
+                if truncated && artifact != Artifact::Decomposition {
+                    let size = fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                    self.warn(format!(
+                        "{name}: {:.1} MB; only the first {} KiB were read",
+                        size as f64 / 1e6,
+                        MAX_PARSED_BYTES / 1024
+                    ));
+                }
+                let text = match String::from_utf8(bytes) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        if !(truncated && e.utf8_error().error_len().is_none()) {
+                            self.warn(format!(
+                                "{name}: not valid UTF-8; read with replacement characters"
+                            ));
+                        }
+                        String::from_utf8_lossy(e.as_bytes()).into_owned()
+                    }
+                };
+                Some((text, truncated))
+            }
+            Err(e) => {
+                self.warn(format!("{name}: cannot read: {e}"));
+                None
+            }
+        }
+    }
 }
 
 fn has_content(bytes: &[u8]) -> bool {
@@ -351,46 +463,6 @@ fn probe_content(
         }
     }
     Ok((content, utf8_ok))
-}
-
-/// The text of an artifact, up to [`MAX_PARSED_BYTES`], and whether it was cut there (a cut
-/// VERDICT.md is warned about here; a cut DECOMPOSITION.md is its caller's refusal).
-fn read_text(
-    path: &Path,
-    rel: &str,
-    warnings: &mut Vec<String>,
-    cache: &mut TaskCache<'_>,
-    artifact: Artifact,
-) -> Option<(String, bool)> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
-    match cache.bytes(artifact_id(artifact), path, MAX_PARSED_BYTES) {
-        Ok((bytes, truncated)) => {
-            if truncated && artifact != Artifact::Decomposition {
-                let size = fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                warnings.push(format!(
-                    "{rel}/{name}: {:.1} MB; only the first {} KiB were read",
-                    size as f64 / 1e6,
-                    MAX_PARSED_BYTES / 1024
-                ));
-            }
-            let text = match String::from_utf8(bytes) {
-                Ok(t) => t,
-                Err(e) => {
-                    if !(truncated && e.utf8_error().error_len().is_none()) {
-                        warnings.push(format!(
-                            "{rel}/{name}: not valid UTF-8; read with replacement characters"
-                        ));
-                    }
-                    String::from_utf8_lossy(e.as_bytes()).into_owned()
-                }
-            };
-            Some((text, truncated))
-        }
-        Err(e) => {
-            warnings.push(format!("{rel}/{name}: cannot read: {e}"));
-            None
-        }
-    }
 }
 
 /// Whether the verify command already passed for this very VERDICT.md (`logs/verified` holds
