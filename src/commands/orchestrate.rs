@@ -5,11 +5,11 @@ use super::{Ctx, Error, out};
 use crate::cli::OrchestrateArgs;
 use crate::exit;
 use crate::names;
-use crate::report::{self, Summary, WaitingFor, phase_config, render_report, task_view};
+use crate::report::{self, Summary, phase_config, render_report, task_view};
 use crate::run::agent;
 use crate::run::config::RunConfig;
 use crate::run::event::Event;
-use crate::run::progress::{self, Progress};
+use crate::run::progress::Progress;
 use crate::run::{Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
 use crate::settings::{Key, Origin, Settings};
 use crate::state::{PhaseConfig, State};
@@ -17,6 +17,7 @@ use crate::store::lock;
 use crate::task::{NewTask, TASK_FILE, TaskTree, create_task};
 use std::time::Duration;
 
+mod ending;
 mod manual;
 mod select;
 
@@ -217,7 +218,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     tree.waves = crate::run::wave_rules(run.cfg, run.isolation.is_some());
     tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
-    finish(&tree, &prefix, &progress, &rel, outcome, args.step)
+    ending::finish(&tree, &prefix, &progress, &rel, outcome, args.step)
 }
 
 /// The tree the end of the run reports from. After a stop of the task or a step it is read
@@ -320,166 +321,6 @@ fn notify_outcome(run: &Run<'_>, tree: &TaskTree, rel: &str, outcome: &Outcome, 
             command: command.as_deref(),
         },
     );
-}
-
-/// Say how the run ended: the driven task's report, the summary line, then
-/// `ORCHESTRATION_COMPLETE` or the reason a person is needed; and the exit code, 0 only when
-/// every task the run was asked to drive (the task and its sub-tasks) is complete.
-fn finish(
-    tree: &TaskTree,
-    prefix: &str,
-    progress: &Progress,
-    rel: &str,
-    outcome: Outcome,
-    step: bool,
-) -> super::Result<u8> {
-    let human_out = progress.mode() != progress::Mode::Json;
-    // The task the run was asked about and its sub-tasks (the tree may start above it).
-    let scope: Vec<usize> = (0..tree.nodes.len())
-        .filter(|i| {
-            let r = &tree.nodes[*i].rel;
-            (r == rel || r.starts_with(&format!("{rel}/"))) && !report::is_orphan(tree, *i)
-        })
-        .collect();
-    let summary = Summary::of(tree, scope.iter().copied());
-    // The driven task's view, built once (it asks git about the task's branch): the report,
-    // the way on after a step and the stop line all say it.
-    let view = tree
-        .find(rel)
-        .map(|i| report::task_view_mode(tree, i, prefix, step));
-    // Once the run has ended, its code says how, closed pipe or not.
-    let print_task = |reason: bool| -> super::Result<()> {
-        if human_out && let Some(view) = &view {
-            let mut text = String::new();
-            let mut view = view.clone();
-            if !reason {
-                // Printed once, at the end: not in the block, nor as why it waits.
-                if view.waits_for == view.reason {
-                    view.waits_for = None;
-                }
-                view.reason = None;
-            }
-            report::render_task(&view, !step, &mut text);
-            out::println(format_args!("\n{text}")).or_else(out::closed_is_ok)?;
-        }
-        Ok(())
-    };
-    let summary_out = || -> super::Result<()> {
-        progress.event(&Event::Summary(summary));
-        if human_out {
-            out::println(summary.line()).or_else(out::closed_is_ok)?;
-        }
-        Ok(())
-    };
-    let (kind, reason) = match outcome {
-        Outcome::Complete if summary.all_complete() => {
-            print_task(true)?;
-            summary_out()?;
-            progress.event(&Event::Complete { task: rel });
-            if human_out {
-                out::println("ORCHESTRATION_COMPLETE").or_else(out::closed_is_ok)?;
-            }
-            return Ok(exit::OK);
-        }
-        Outcome::Complete => {
-            // The task is complete, but something it holds is not (a sub-task made by hand
-            // that needs a person): not a success.
-            let left: Vec<String> = scope
-                .iter()
-                .map(|i| &tree.nodes[*i])
-                .filter(|n| n.state() != State::Complete)
-                .map(|n| format!("{} ({})", n.rel, n.state().word()))
-                .collect();
-            (
-                StopKind::NeedsHuman,
-                format!(
-                    "{rel} is complete, but not all of its sub-tasks are: {}",
-                    left.join(", ")
-                ),
-            )
-        }
-        Outcome::Stepped { task } => {
-            print_task(true)?;
-            summary_out()?;
-            progress.event(&Event::Stepped {
-                task: &task,
-                exit_code: exit::WAITING,
-            });
-            if human_out {
-                let text = way_on_after_step(view.as_ref(), &task, rel, prefix);
-                out::println(text).or_else(out::closed_is_ok)?;
-            }
-            return Ok(exit::WAITING);
-        }
-        // However the run layer put it, an interruption is named by its signal.
-        Outcome::Stopped {
-            kind: StopKind::Interrupted,
-            ..
-        } => (
-            StopKind::Interrupted,
-            crate::process::signals::interrupted_by(),
-        ),
-        Outcome::Stopped { kind, reason } => (kind, reason),
-    };
-    let stop_event = || {
-        progress.event(&Event::Stop {
-            task: rel,
-            kind: kind.word(),
-            reason: &reason,
-            exit_code: kind.code(),
-        })
-    };
-    if kind == StopKind::Interrupted {
-        // Not a person's stop: the report and the summary of where the run left the tasks,
-        // then the signal that stopped it and the command that resumes.
-        print_task(false)?;
-        summary_out()?;
-        stop_event();
-        eprintln!(
-            "{reason}: every agent was stopped; run `{prefix} orchestrate --task {rel}` to resume"
-        );
-        return Ok(kind.code());
-    }
-    print_task(false)?;
-    summary_out()?;
-    stop_event();
-    // The task's view says its own stop whole where it can (a verdict: the task, its
-    // VERDICT.md and the way out, with the run's reason, which may add rework's history);
-    // any other stop is said as the run put it.
-    let said = view
-        .as_ref()
-        .and_then(|v| v.verdict_stop.as_ref())
-        .filter(|s| s.is(&reason))
-        .map_or_else(|| reason.clone(), |s| s.line(&reason));
-    let line = format!("⚠️ **HUMAN INTERVENTION REQUIRED**: {said}");
-    if human_out {
-        out::println(&line).or_else(out::closed_is_ok)?;
-    } else {
-        eprintln!("{line}");
-    }
-    Ok(kind.code())
-}
-
-/// After `--step`: the way on the task's view gives, another `--step` or (at a gate, a
-/// sub-task's decision) the person's own action; never a step that stops again.
-/// `ORCHESTRATION_COMPLETE` is for a complete task only: not said here. (Only a `--step` run
-/// steps, so the view is a step's.)
-fn way_on_after_step(
-    view: Option<&report::TaskView>,
-    task: &str,
-    rel: &str,
-    prefix: &str,
-) -> String {
-    match view.filter(|v| v.waiting_for == WaitingFor::Person) {
-        Some(v) => format!(
-            "One phase of {task} ran; {rel} now waits for {}; the way on:\n  {}",
-            v.wait().line().unwrap_or_else(|| "a person".into()),
-            v.command.as_deref().unwrap_or("(see the report above)")
-        ),
-        None => format!(
-            "One phase of {task} ran; the next step runs with\n  {prefix} orchestrate --task {rel} --step"
-        ),
-    }
 }
 
 /// The agent's program (and the script an interpreter is given) must be found before anything
