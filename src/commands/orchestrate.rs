@@ -107,21 +107,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         .and_then(adapter::AgentKind::parse)
         .unwrap_or(adapter::AgentKind::Command);
     let adapter = adapter::adapter_for(kind);
-    let Some(agent_command) = adapter::command_line(
-        adapter,
-        settings.text(Key::AgentCommand),
-        settings.text(Key::AgentModel),
-        settings.text(Key::AgentFlags),
-        settings.text(Key::Sandbox) == Some("bwrap"),
-    ) else {
-        return Err(Error::Input(
-            "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
-             or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent; \
-             `automaton init` writes a .agent.md for the agent CLI on PATH, and `automaton help \
-             settings` lists every setting"
-                .into(),
-        ));
-    };
+    let agent_command = agent_line(&settings, adapter)?;
     check_agent_program(&settings, &agent_command, &ctx.project)?;
     let _lock = lock::acquire(&ctx.project)?;
     let cancel = agent::install_signal_handlers().map_err(Error::Signals)?;
@@ -135,18 +121,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     if args.run.jobs.as_deref() == Some("auto") {
         cfg.limits.jobs = auto_jobs(&vram, admission.as_ref(), &progress);
     }
-    let isolation = match isolation::Mode::resolve(cfg.isolation, &ctx.project) {
-        isolation::Mode::Worktree => {
-            let iso =
-                isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?;
-            // Before anything runs: undo what a killed run left half-done in the worktrees.
-            for wt in iso.reconcile().map_err(crate::run::RunError::from)? {
-                progress.event(&Event::WorktreeReconciled { worktree: &wt });
-            }
-            Some(iso)
-        }
-        isolation::Mode::None => None,
-    };
+    let isolation = worktrees(&cfg, ctx, &progress)?;
     let executor = crate::run::executor::for_kind(
         cfg.executor,
         &ctx.project,
@@ -172,14 +147,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         adapter,
         verify_command: cfg.verify_command.as_deref(),
         limits,
-        // A cap too far to represent means no cap. On the clock that stands still while
-        // automaton is stopped (Ctrl-Z): the run's total time leaves the pause out.
-        deadline: {
-            let now = crate::process::signals::now_unpaused();
-            now.checked_add(limits.total)
-                .or_else(|| now.checked_add(Duration::from_secs(u32::MAX.into())))
-                .unwrap_or(now)
-        },
+        deadline: deadline(limits.total),
         cancel: &cancel,
         progress: &progress,
         max_peak: vram.max_peak_context_kb,
@@ -219,6 +187,57 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     tree.budget = Some(run.budgets.task);
     notify_outcome(&run, &tree, &rel, &outcome, &prefix);
     ending::finish(&tree, &prefix, &progress, &rel, outcome, args.step)
+}
+
+/// The agent's command line from the settings (the adapter builds it from the agent kind,
+/// model and flags where no command is set); none set is an error that says where to set one.
+fn agent_line(settings: &Settings, adapter: &dyn adapter::Adapter) -> super::Result<String> {
+    adapter::command_line(
+        adapter,
+        settings.text(Key::AgentCommand),
+        settings.text(Key::AgentModel),
+        settings.text(Key::AgentFlags),
+        settings.text(Key::Sandbox) == Some("bwrap"),
+    )
+    .ok_or_else(|| {
+        Error::Input(
+            "no agent command: set `- **Agent command**: ...` (or `- **Agent**: claude`, codex \
+             or aider) in .automaton/.agent.md, the AUTOMATON_AGENT variable, or --agent; \
+             `automaton init` writes a .agent.md for the agent CLI on PATH, and `automaton help \
+             settings` lists every setting"
+                .into(),
+        )
+    })
+}
+
+/// The worktrees sub-tasks run in, when isolation is on; before anything runs, what a killed
+/// run left half-done in them is undone.
+fn worktrees(
+    cfg: &RunConfig,
+    ctx: &Ctx,
+    progress: &Progress,
+) -> super::Result<Option<isolation::Isolation>> {
+    match isolation::Mode::resolve(cfg.isolation, &ctx.project) {
+        isolation::Mode::Worktree => {
+            let iso =
+                isolation::Isolation::new(&ctx.project).map_err(crate::run::RunError::from)?;
+            for wt in iso.reconcile().map_err(crate::run::RunError::from)? {
+                progress.event(&Event::WorktreeReconciled { worktree: &wt });
+            }
+            Ok(Some(iso))
+        }
+        isolation::Mode::None => Ok(None),
+    }
+}
+
+/// When the run's total time is up, on the clock that stands still while automaton is
+/// stopped (Ctrl-Z), so the total leaves the pause out. A cap too far to represent means no
+/// cap.
+fn deadline(total: Duration) -> std::time::Instant {
+    let now = crate::process::signals::now_unpaused();
+    now.checked_add(total)
+        .or_else(|| now.checked_add(Duration::from_secs(u32::MAX.into())))
+        .unwrap_or(now)
 }
 
 /// The tree the end of the run reports from. After a stop of the task or a step it is read
