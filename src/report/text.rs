@@ -127,69 +127,13 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
         let _ = writeln!(out, "- **Waiting for**: {line}");
     }
     if let Some(s) = &v.subtasks {
-        let _ = writeln!(out, "- **Sub-tasks**: {}", s.counts);
-        for (i, wave) in s.waves.iter().enumerate() {
-            let _ = writeln!(out, "  - Wave {}: {}", i + 1, wave.join(", "));
-        }
-        if !s.blocked.is_empty() {
-            let list: Vec<String> = s
-                .blocked
-                .iter()
-                .map(|b| format!("{} (by {})", b.name, b.by))
-                .collect();
-            let _ = writeln!(out, "- **Blocked**: {}", list.join(", "));
-        }
-        if !s.missing.is_empty() {
-            let _ = writeln!(out, "- **Not created yet**: {}", s.missing.join(", "));
-        }
-        if !s.orphans.is_empty() {
-            let _ = writeln!(
-                out,
-                "- **Orphans** (not in DECOMPOSITION.md): {}",
-                s.orphans.join(", ")
-            );
-        }
+        render_subtasks(s, out);
     }
     if let Some(branch) = &v.branch {
-        let _ = match (&v.base_branch, v.ahead, v.merged) {
-            // git calls a branch without commits merged; there is nothing of it to merge.
-            _ if v.own_commits == Some(0) => writeln!(
-                out,
-                "- **Branch**: {branch} (no commits of its own: nothing to merge)"
-            ),
-            (Some(base), _, Some(true)) => {
-                writeln!(out, "- **Branch**: {branch} (merged into {base})")
-            }
-            (Some(base), Some(n), _) if v.state == "complete" => writeln!(
-                out,
-                "- **Branch**: {branch} ({n} commit{} ahead of {base}); take it with `{}`",
-                if n == 1 { "" } else { "s" },
-                v.merge_command.as_deref().unwrap_or("automaton merge")
-            ),
-            (Some(base), Some(n), _) => writeln!(
-                out,
-                "- **Branch**: {branch} ({n} commit{} ahead of {base})",
-                if n == 1 { "" } else { "s" }
-            ),
-            (_, _, Some(true)) => writeln!(out, "- **Branch**: {branch} (merged)"),
-            _ => writeln!(out, "- **Branch**: {branch}"),
-        };
+        render_branch(v, branch, out);
     }
     if let Some(gate) = v.awaiting_approval {
-        let covers = if v.approval_covers.is_empty() {
-            String::new()
-        } else {
-            format!(" (covers {})", v.approval_covers.join(", "))
-        };
-        let _ = writeln!(
-            out,
-            "- **Awaiting approval**: {gate}{covers}; or reject it with `{} reject {} --reason '...'`",
-            v.command
-                .as_deref()
-                .and_then(|c| c.strip_suffix(&format!(" approve {}", v.path)))
-                .unwrap_or("automaton"),
-            v.path
-        );
+        render_approval(v, gate, out);
     }
     if let Some(why) = &v.approval_lapsed {
         let _ = writeln!(out, "- **Approval lapsed**: {why}");
@@ -216,20 +160,7 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
     if let Some(b) = &v.budget {
         let _ = writeln!(out, "- **Budget**: {}", budget_line(b));
     }
-    if !v.questions.is_empty() {
-        let _ = writeln!(
-            out,
-            "- **Questions** (answer each: `N=<option>` or `N=\"free text\"`):"
-        );
-        for q in &v.questions {
-            let _ = writeln!(out, "  {}. {}", q.number, q.text);
-            let recommended = q.recommended.map(|n| n - 1);
-            for line in crate::artifact::questions::answer_lines(q.number, &q.options, recommended)
-            {
-                let _ = writeln!(out, "     {line}");
-            }
-        }
-    }
+    render_questions(&v.questions, out);
     if let Some(n) = v.rework_round {
         let _ = writeln!(
             out,
@@ -245,6 +176,95 @@ pub fn render_task(v: &TaskView, auto_execute: bool, out: &mut String) {
                 .as_ref()
                 .map_or_else(|| r.clone(), |s| s.line(r))
         );
+    }
+}
+
+/// `- **Sub-tasks**`: the counts, the waves, and what is blocked, missing or orphaned.
+fn render_subtasks(s: &SubtaskSummary, out: &mut String) {
+    let _ = writeln!(out, "- **Sub-tasks**: {}", s.counts);
+    for (i, wave) in s.waves.iter().enumerate() {
+        let _ = writeln!(out, "  - Wave {}: {}", i + 1, wave.join(", "));
+    }
+    if !s.blocked.is_empty() {
+        let list: Vec<String> = s
+            .blocked
+            .iter()
+            .map(|b| format!("{} (by {})", b.name, b.by))
+            .collect();
+        let _ = writeln!(out, "- **Blocked**: {}", list.join(", "));
+    }
+    if !s.missing.is_empty() {
+        let _ = writeln!(out, "- **Not created yet**: {}", s.missing.join(", "));
+    }
+    if !s.orphans.is_empty() {
+        let _ = writeln!(
+            out,
+            "- **Orphans** (not in DECOMPOSITION.md): {}",
+            s.orphans.join(", ")
+        );
+    }
+}
+
+/// `- **Branch**`: the task's branch and how it stands against the branch it merges into.
+fn render_branch(v: &TaskView, branch: &str, out: &mut String) {
+    let _ = match (&v.base_branch, v.ahead, v.merged) {
+        // git calls a branch without commits merged; there is nothing of it to merge.
+        _ if v.own_commits == Some(0) => writeln!(
+            out,
+            "- **Branch**: {branch} (no commits of its own: nothing to merge)"
+        ),
+        (Some(base), _, Some(true)) => {
+            writeln!(out, "- **Branch**: {branch} (merged into {base})")
+        }
+        (Some(base), Some(n), _) if v.state == "complete" => writeln!(
+            out,
+            "- **Branch**: {branch} ({n} commit{} ahead of {base}); take it with `{}`",
+            if n == 1 { "" } else { "s" },
+            v.merge_command.as_deref().unwrap_or("automaton merge")
+        ),
+        (Some(base), Some(n), _) => writeln!(
+            out,
+            "- **Branch**: {branch} ({n} commit{} ahead of {base})",
+            if n == 1 { "" } else { "s" }
+        ),
+        (_, _, Some(true)) => writeln!(out, "- **Branch**: {branch} (merged)"),
+        _ => writeln!(out, "- **Branch**: {branch}"),
+    };
+}
+
+/// `- **Awaiting approval**`: the gate, what an approval covers, and the way to reject it.
+fn render_approval(v: &TaskView, gate: &str, out: &mut String) {
+    let covers = if v.approval_covers.is_empty() {
+        String::new()
+    } else {
+        format!(" (covers {})", v.approval_covers.join(", "))
+    };
+    let _ = writeln!(
+        out,
+        "- **Awaiting approval**: {gate}{covers}; or reject it with `{} reject {} --reason '...'`",
+        v.command
+            .as_deref()
+            .and_then(|c| c.strip_suffix(&format!(" approve {}", v.path)))
+            .unwrap_or("automaton"),
+        v.path
+    );
+}
+
+/// `- **Questions**`: each question the agent asked, with the answer lines to pick from.
+fn render_questions(questions: &[QuestionView], out: &mut String) {
+    if questions.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "- **Questions** (answer each: `N=<option>` or `N=\"free text\"`):"
+    );
+    for q in questions {
+        let _ = writeln!(out, "  {}. {}", q.number, q.text);
+        let recommended = q.recommended.map(|n| n - 1);
+        for line in crate::artifact::questions::answer_lines(q.number, &q.options, recommended) {
+            let _ = writeln!(out, "     {line}");
+        }
     }
 }
 

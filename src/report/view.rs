@@ -73,6 +73,7 @@ fn budget_view(budget: &crate::plan::decide::Budget, usage: Option<&Usage>) -> B
 
 /// What git says of an isolated task's branch: whether it is merged, the commits it has
 /// that its base branch has not, and the commits it has since it was made.
+#[derive(Default)]
 struct BranchFacts {
     merged: Option<bool>,
     ahead: Option<u64>,
@@ -177,36 +178,8 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         .budget
         .filter(|b| b.is_set())
         .map(|b| budget_view(&b, usage.as_ref()));
-    let plan_row = node.parent.and_then(|p| {
-        tree.nodes[p]
-            .snap
-            .plan
-            .as_ref()
-            .and_then(|plan| plan.as_ref().ok())
-            .and_then(|plan| plan.row(node.name()).cloned())
-    });
-    let subtasks = match (&node.snap.plan, d.counts) {
-        (Some(Ok(plan)), Some(counts)) => Some(SubtaskSummary {
-            counts,
-            waves: plan
-                .by_wave()
-                .into_iter()
-                .map(|(_, rows)| rows.iter().map(|r| r.name.clone()).collect())
-                .collect(),
-            waiting_on: d.waiting_on.clone(),
-            blocked: d
-                .blocked
-                .iter()
-                .map(|(n, by)| Blocked {
-                    name: n.clone(),
-                    by: by.clone(),
-                })
-                .collect(),
-            missing: d.missing.clone(),
-            orphans: d.orphans.clone(),
-        }),
-        _ => None,
-    };
+    let plan_row = plan_row(tree, node);
+    let subtasks = subtask_summary(node);
     let isolated = node
         .snap
         .has_isolation
@@ -216,14 +189,9 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         merged,
         ahead,
         own_commits,
-    } = isolated.as_ref().map_or(
-        BranchFacts {
-            merged: None,
-            ahead: None,
-            own_commits: None,
-        },
-        |r| branch_facts(tree, i, r),
-    );
+    } = isolated
+        .as_ref()
+        .map_or_else(BranchFacts::default, |r| branch_facts(tree, i, r));
     let verdict_stop = verdict_stop(tree, i, &wait, &fix_tasks, command.as_deref(), prefix, step);
     let at_gate = |g: Gate| facts.awaiting == Some(g);
     let split_plan = at_gate(Gate::Subtasks).then(|| split_plan(node)).flatten();
@@ -286,11 +254,7 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         rerun_from,
         frozen_changed,
         budget,
-        rework_round: node
-            .snap
-            .has_logs
-            .then(|| crate::store::rework::count(&node.dir))
-            .filter(|n| *n > 0),
+        rework_round: rework_round(node),
         questions: if node.snap.questions {
             questions_of(&node.dir)
         } else {
@@ -300,6 +264,57 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         split_plan,
         integration,
     }
+}
+
+/// What a parent's report says of its sub-tasks: the counts, the waves of its plan, and what
+/// is waited on, blocked, missing or orphaned.
+fn subtask_summary(node: &crate::task::TaskNode) -> Option<SubtaskSummary> {
+    let d = &node.decision;
+    match (&node.snap.plan, d.counts) {
+        (Some(Ok(plan)), Some(counts)) => Some(SubtaskSummary {
+            counts,
+            waves: plan
+                .by_wave()
+                .into_iter()
+                .map(|(_, rows)| rows.iter().map(|r| r.name.clone()).collect())
+                .collect(),
+            waiting_on: d.waiting_on.clone(),
+            blocked: d
+                .blocked
+                .iter()
+                .map(|(n, by)| Blocked {
+                    name: n.clone(),
+                    by: by.clone(),
+                })
+                .collect(),
+            missing: d.missing.clone(),
+            orphans: d.orphans.clone(),
+        }),
+        _ => None,
+    }
+}
+
+/// The row of a sub-task in its parent's plan (its wave and dependencies).
+fn plan_row(
+    tree: &TaskTree,
+    node: &crate::task::TaskNode,
+) -> Option<crate::artifact::decomposition::SubtaskRow> {
+    node.parent.and_then(|p| {
+        tree.nodes[p]
+            .snap
+            .plan
+            .as_ref()
+            .and_then(|plan| plan.as_ref().ok())
+            .and_then(|plan| plan.row(node.name()).cloned())
+    })
+}
+
+/// The rework round a task is in (none before the first): the rounds `logs/rework/` holds.
+fn rework_round(node: &crate::task::TaskNode) -> Option<u32> {
+    node.snap
+        .has_logs
+        .then(|| crate::store::rework::count(&node.dir))
+        .filter(|n| *n > 0)
 }
 
 /// The `Status` line of task `i`: what is done and what runs next, so that the last

@@ -177,12 +177,7 @@ impl Ending<'_> {
 /// sub-task's decision) the person's own action; never a step that stops again.
 /// `ORCHESTRATION_COMPLETE` is for a complete task only: not said here. (Only a `--step` run
 /// steps, so the view is a step's.)
-fn way_on_after_step(
-    view: Option<&TaskView>,
-    task: &str,
-    rel: &str,
-    prefix: &str,
-) -> String {
+fn way_on_after_step(view: Option<&TaskView>, task: &str, rel: &str, prefix: &str) -> String {
     match view.filter(|v| v.waiting_for == WaitingFor::Person) {
         Some(v) => format!(
             "One phase of {task} ran; {rel} now waits for {}; the way on:\n  {}",
@@ -194,4 +189,3 @@ fn way_on_after_step(
         ),
     }
 }
-
