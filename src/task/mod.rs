@@ -7,6 +7,7 @@ pub mod index;
 pub mod readiness;
 pub mod snapshot;
 pub mod tree;
+mod walk;
 
 use crate::state::State;
 use crate::store::task_files::{ORIGIN_FILE, OriginFile, STATE_FILE, origin_text, state_text};
