@@ -10,7 +10,11 @@ use std::os::unix::process::CommandExt;
 
 pub fn attach_command(ctx: &Ctx, args: &AttachArgs) -> super::Result<u8> {
     let rel = names::task_path(&args.task).map_err(Error::Input)?;
-    let tmux = Tmux::for_project(&ctx.project).map_err(|e| Error::Input(e.to_string()))?;
+    // The socket may be set: read the settings as `status` does (one that cannot be read
+    // keeps its default).
+    let settings = crate::settings::Settings::load_lenient(&ctx.project)?;
+    let socket = settings.text(crate::settings::Key::TmuxSocket);
+    let tmux = Tmux::for_project(&ctx.project, socket).map_err(|e| Error::Input(e.to_string()))?;
     let Some((window, name)) = tmux.window_of(&rel) else {
         return Err(Error::Input(format!(
             "{rel} has no running tmux window: nothing runs for it now (tmux session {} on \

@@ -122,13 +122,8 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
         cfg.limits.jobs = auto_jobs(&vram, admission.as_ref(), &progress);
     }
     let isolation = worktrees(&cfg, ctx, &progress)?;
-    let executor = crate::run::executor::for_kind(
-        cfg.executor,
-        &ctx.project,
-        cfg.slurm_options.as_deref(),
-        cfg.slurm_gres.as_deref(),
-    )
-    .map_err(|e| Error::Input(e.to_string()))?;
+    let executor = crate::run::executor::for_config(&cfg, &ctx.project)
+        .map_err(|e| Error::Input(e.to_string()))?;
     // In a worktree, the agent must still write its artifact in the task folder.
     let agent_command = match isolation {
         Some(_) => adapter::in_worktree(

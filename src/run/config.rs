@@ -114,6 +114,8 @@ pub struct RunConfig {
     /// `- **Slurm options**` and `- **Slurm GRES**` (the slurm executor only).
     pub slurm_options: Option<String>,
     pub slurm_gres: Option<String>,
+    /// The tmux executor's socket (`AUTOMATON_TMUX_SOCKET`); none: the project's own.
+    pub tmux_socket: Option<String>,
     pub isolation: IsolationChoice,
     /// `- **Sandbox**` and its settings; `None` for `Sandbox: none`.
     pub sandbox: Option<super::sandbox::Policy>,
@@ -149,6 +151,7 @@ impl RunConfig {
             executor: ExecutorKind::from_word(settings.text(Key::Executor)),
             slurm_options: text(Key::SlurmOptions),
             slurm_gres: text(Key::SlurmGres),
+            tmux_socket: text(Key::TmuxSocket),
             isolation: IsolationChoice::from_word(settings.text(Key::Isolation)),
             sandbox: super::sandbox::Policy::resolve(settings),
             vram: VramFigures::from_settings(settings),

@@ -230,7 +230,9 @@ fn full_screen(model: &mut Model, source: &mut Source, color: bool) -> Result<u8
 /// if it has one.
 fn tmux_window(model: &Model, ui: &Ui) -> Option<std::process::Command> {
     let rel = ui.task(model)?.view.path.clone();
-    let tmux = crate::run::executor::tmux::Tmux::for_project(&model.project).ok()?;
+    let tmux =
+        crate::run::executor::tmux::Tmux::for_project(&model.project, model.tmux_socket.as_deref())
+            .ok()?;
     let (window, _) = tmux.window_of(&rel)?;
     let mut select = tmux.command();
     let _ = select.args(["select-window", "-t", &window]).output();

@@ -266,6 +266,8 @@ pub struct Model {
     config: PhaseConfig,
     settings_jobs: u64,
     settings_total: Duration,
+    /// The tmux executor's socket, from the settings (`AUTOMATON_TMUX_SOCKET`).
+    pub tmux_socket: Option<String>,
     /// What `status` applies to a tree: the gates of `Approve before`, `Budget per task`, the
     /// wave rules; so that a row says what `status` says.
     gates: Vec<crate::plan::gate::Gate>,
@@ -292,6 +294,9 @@ impl Model {
             config: crate::report::phase_config(&settings),
             settings_jobs: settings.count(crate::settings::Key::Jobs),
             settings_total: settings.duration(crate::settings::Key::MaxTotalTime),
+            tmux_socket: settings
+                .text(crate::settings::Key::TmuxSocket)
+                .map(str::to_string),
             gates: Vec::new(),
             budget: None,
             waves: Default::default(),
@@ -315,6 +320,9 @@ impl Model {
                 self.config = crate::report::phase_config(&settings);
                 self.settings_jobs = settings.count(crate::settings::Key::Jobs);
                 self.settings_total = settings.duration(crate::settings::Key::MaxTotalTime);
+                self.tmux_socket = settings
+                    .text(crate::settings::Key::TmuxSocket)
+                    .map(str::to_string);
                 self.gates = crate::report::approval_gates(&settings);
                 self.budget = Some(settings.budget(crate::settings::Key::BudgetPerTask));
                 let cfg = crate::run::config::RunConfig::resolve(&settings);

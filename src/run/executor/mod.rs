@@ -216,18 +216,20 @@ impl Running for Group<'_> {
     }
 }
 
-/// The executor `- **Executor**:` names, for the project at `project`.
-pub fn for_kind(
-    kind: ExecutorKind,
+/// The executor `- **Executor**:` names, for the project at `project`, as the run's
+/// configuration sets it up (the tmux socket, Slurm's options and GPU resource).
+pub fn for_config(
+    cfg: &crate::run::config::RunConfig,
     project: &Path,
-    slurm_options: Option<&str>,
-    slurm_gres: Option<&str>,
 ) -> io::Result<Box<dyn Executor>> {
-    Ok(match kind {
-        ExecutorKind::Tmux => Box::new(tmux::Tmux::for_project(project)?),
+    Ok(match cfg.executor {
+        ExecutorKind::Tmux => Box::new(tmux::Tmux::for_project(
+            project,
+            cfg.tmux_socket.as_deref(),
+        )?),
         ExecutorKind::Slurm => Box::new(slurm::Slurm::new(
-            slurm_options.unwrap_or(""),
-            slurm_gres.unwrap_or(""),
+            cfg.slurm_options.as_deref().unwrap_or(""),
+            cfg.slurm_gres.as_deref().unwrap_or(""),
         )?),
         ExecutorKind::Local => Box::new(Local),
     })

@@ -45,9 +45,11 @@ pub struct Tmux {
 }
 
 impl Tmux {
-    /// The tmux of the project at `project`; an error naming the setting when tmux is missing.
-    pub fn for_project(project: &Path) -> io::Result<Tmux> {
-        let t = Tmux::names(project);
+    /// The tmux of the project at `project`, on `socket` (`AUTOMATON_TMUX_SOCKET` through the
+    /// settings; none or blank: the project's own); an error naming the setting when tmux is
+    /// missing.
+    pub fn for_project(project: &Path, socket: Option<&str>) -> io::Result<Tmux> {
+        let t = Tmux::names(project, socket);
         match Command::new("tmux").arg("-V").output() {
             Ok(o) if o.status.success() => Ok(t),
             _ => Err(io::Error::new(
@@ -59,14 +61,13 @@ impl Tmux {
     }
 
     /// The socket and session names of a project (without checking that tmux exists).
-    pub fn names(project: &Path) -> Tmux {
+    pub fn names(project: &Path, socket: Option<&str>) -> Tmux {
         let abs = std::path::absolute(project).unwrap_or_else(|_| project.to_path_buf());
         let hash = sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes());
         let short: String = hash[..6].iter().map(|b| format!("{b:02x}")).collect();
-        let socket = std::env::var("AUTOMATON_TMUX_SOCKET")
-            .ok()
+        let socket = socket
             .filter(|s| !s.trim().is_empty())
-            .unwrap_or_else(|| format!("automaton-{short}"));
+            .map_or_else(|| format!("automaton-{short}"), str::to_string);
         Tmux {
             socket,
             session: format!("automaton-{short}"),
