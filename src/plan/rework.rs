@@ -53,6 +53,9 @@ fn normalise_word(word: &str) -> String {
         let name = core.rsplit('/').find(|s| !s.is_empty()).unwrap_or("");
         return format!("<path>/{name}");
     }
+    if let Some(log) = attempt_log(core) {
+        return log;
+    }
     if is_time_like(core) {
         return "<time>".into();
     }
@@ -63,6 +66,17 @@ fn normalise_word(word: &str) -> String {
         return "<hex>".into();
     }
     word.to_string()
+}
+
+/// A log of automaton's own, numbered by attempt (`tasks/a/logs/verify-2.log`), without its
+/// number: each run of the same failing check writes the next one, so the number says
+/// nothing of the failure.
+fn attempt_log(word: &str) -> Option<String> {
+    let (folder, name) = word.rsplit_once("logs/")?;
+    let (stem, ext) = name.rsplit_once('.')?;
+    let (what, n) = stem.rsplit_once('-')?;
+    (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && !what.contains('/'))
+        .then(|| format!("{folder}logs/{what}-<n>.{ext}"))
 }
 
 /// `12:03:44`, `2026-12-03T12:03:44Z`, `1.25s`, `340ms`, `3m`: clock readings and durations.
@@ -130,5 +144,15 @@ mod tests {
             normalise("commit 3f9a2c1d0e ok"),
             normalise("commit 77aa00bb11 ok")
         );
+        // automaton's own attempt logs differ by their number only; other logs by name.
+        assert_eq!(
+            normalise("failed; see tasks/a/logs/verify-1.log; round 1"),
+            normalise("failed; see tasks/a/logs/verify-2.log; round 1")
+        );
+        assert_ne!(
+            normalise("see tasks/a/logs/verify-1.log"),
+            normalise("see tasks/a/logs/integration-1.log")
+        );
+        assert_ne!(normalise("src/case-1.rs"), normalise("src/case-2.rs"));
     }
 }

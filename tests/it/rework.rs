@@ -144,6 +144,28 @@ fn the_same_failure_twice_in_a_row_stops_early_naming_the_rounds() {
     assert_eq!(p.state_of(TASK), "human_intervention");
 }
 
+/// A verify command that fails the same way after a round is the same failure, though each
+/// run of it writes a log of its own (`logs/verify-1.log`, `logs/verify-2.log`): the rounds
+/// stop there instead of spending every one on it.
+#[test]
+fn a_verify_failing_the_same_way_again_stops_early() {
+    let p = project(
+        3,
+        "\n## Agent\n- **Verify command**: echo 'FAILED test_sum: expected 3 got 2'; exit 1\n",
+    );
+    p.orchestrate()
+        .args(["--task", TASK])
+        .status(17)
+        .stdout_contains(
+            "the same failure came back after rework round 1, so another round would repeat it",
+        )
+        .stderr_contains("rework round 1 of 3: verify_failed: verify command")
+        .run();
+    assert!(p.join("tasks/a/logs/rework/1").is_dir());
+    assert!(!p.join("tasks/a/logs/rework/2").exists());
+    assert_eq!(p.state_of(TASK), "human_intervention");
+}
+
 #[test]
 fn spent_rounds_stop_with_each_rounds_cause() {
     let p = project(2, "");
