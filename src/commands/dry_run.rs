@@ -23,7 +23,7 @@ pub fn dry_run(
 ) -> super::Result<u8> {
     let cfg = RunConfig::resolve(settings);
     let progress = Progress::new(args.run.json, args.run.quiet, |tty| ctx.colors(tty));
-    let Some(targets) = targets(ctx, args, &cfg, prefix, &progress)? else {
+    let Some(Targets { tasks, driven }) = targets(ctx, args, &cfg, prefix, &progress)? else {
         return Ok(crate::exit::OK);
     };
     // A run's first turn, without what a run sets up: no lock, no signal handlers, no
@@ -55,8 +55,13 @@ pub fn dry_run(
         vram: None,
         ports: crate::run::ports::Ports::new(),
     };
-    for rel in &targets {
-        for p in plan(&run, rel, rules) {
+    for rel in &tasks {
+        for mut p in plan(&run, rel, rules, driven) {
+            // A run that drives none of the tasks reports them and stops at once: whatever
+            // a task waits for, the run ends as one where no task can go on.
+            if !driven && p.exit_code.is_some() {
+                p.exit_code = Some(crate::exit::NEEDS_HUMAN);
+            }
             show(&progress, &p)?;
         }
     }
@@ -87,6 +92,14 @@ fn show(progress: &Progress, p: &Planned) -> super::Result<()> {
     Ok(())
 }
 
+/// The tasks a dry run plans.
+struct Targets {
+    tasks: Vec<String>,
+    /// Whether the run would drive them (clearing their recorded stops first), or only report
+    /// them because it can drive none.
+    driven: bool,
+}
+
 /// The tasks to plan: the one `--task` names, the one a description names (a run would
 /// create it when it does not exist yet: said, not done), or the most advanced one a run
 /// would drive. Where a run would drive none (every task is complete or waits for a person),
@@ -97,11 +110,17 @@ fn targets(
     cfg: &RunConfig,
     prefix: &str,
     progress: &Progress,
-) -> super::Result<Option<Vec<String>>> {
+) -> super::Result<Option<Targets>> {
+    let driven = |rel: String| {
+        Some(Targets {
+            tasks: vec![rel],
+            driven: true,
+        })
+    };
     if let Some(desc) = args.description.as_deref().filter(|d| !d.trim().is_empty()) {
         let rel = format!("tasks/{}", names::kebab(desc));
         if ctx.project.join(&rel).is_dir() {
-            return Ok(Some(vec![rel]));
+            return Ok(driven(rel));
         }
         show(
             progress,
@@ -122,12 +141,12 @@ fn targets(
                 "no task folder {rel}; `{prefix} status` lists the tasks"
             )));
         }
-        return Ok(Some(vec![rel]));
+        return Ok(driven(rel));
     }
     let mut tree = TaskTree::load_read_only(&ctx.project, &cfg.phases);
     tree.apply_gates(&cfg.approve_before);
     if let Some(rel) = most_advanced(&tree) {
-        return Ok(Some(vec![rel]));
+        return Ok(driven(rel));
     }
     if tree.nodes.is_empty() {
         out::println(format_args!(
@@ -137,5 +156,8 @@ fn targets(
         return Ok(None);
     }
     let tops = tree.nodes.iter().filter(|n| n.parent.is_none());
-    Ok(Some(tops.map(|n| n.rel.clone()).collect()))
+    Ok(Some(Targets {
+        tasks: tops.map(|n| n.rel.clone()).collect(),
+        driven: false,
+    }))
 }

@@ -4,7 +4,7 @@
 //! from what a run does; it runs nothing, writes nothing and takes no lock.
 
 use super::Run;
-use super::driver::{facts, load, not_ready};
+use super::driver::{facts, gated, not_ready};
 use super::stops::stop_reason;
 use crate::plan::decide::{Action, StopKind};
 use crate::task::TaskTree;
@@ -24,21 +24,27 @@ pub struct Planned {
     pub exit_code: Option<u8>,
 }
 
-/// The plan for `rel` and every sub-task under it, parents first.
-pub fn plan(run: &Run<'_>, rel: &str, rules: WaveRules) -> Vec<Planned> {
-    let mut tree = load(run, rel);
-    tree.waves = rules;
-    let mut out = Vec::new();
-    if let Some(why) = not_ready(run, rel, rules) {
-        out.push(Planned {
+/// The plan for `rel` and every sub-task under it, parents first. `driven`: the run would
+/// drive this task, and so first clear the stops earlier runs recorded in it and its
+/// sub-tasks (a run drives the task it names or picks); otherwise the task is only reported
+/// and its stops stand.
+pub fn plan(run: &Run<'_>, rel: &str, rules: WaveRules, driven: bool) -> Vec<Planned> {
+    if driven && let Some(why) = not_ready(run, rel, rules) {
+        return vec![Planned {
             task: rel.to_string(),
             action: "wait",
             phase: None,
             why,
             exit_code: Some(StopKind::NotReady.code()),
-        });
-        return out;
+        }];
     }
+    let mut read = TaskTree::load_task(&run.settings.project, rel, &run.config);
+    if driven {
+        read.without_stops(&run.config);
+    }
+    let mut tree = gated(run, read);
+    tree.waves = rules;
+    let mut out = Vec::new();
     for (i, node) in tree.nodes.iter().enumerate() {
         // A sub-task its parent's waves do not start yet: the parent's drive decides first.
         if i > 0

@@ -241,6 +241,21 @@ impl TaskTree {
         true
     }
 
+    /// The tree as a run that drives it sees it once the stops earlier runs recorded
+    /// (`.stop`) are cleared, as naming a task clears them: every node decided again without
+    /// its stop, sub-tasks before parents. In memory only (`--dry-run` writes nothing).
+    pub fn without_stops(&mut self, config: &PhaseConfig) {
+        if self.nodes.iter().all(|n| n.snap.stop.is_none()) {
+            return;
+        }
+        for node in &mut self.nodes {
+            node.snap.stop = None;
+        }
+        for i in (0..self.nodes.len()).rev() {
+            decide_node(&mut self.nodes, i, config);
+        }
+    }
+
     /// How many nodes the sub-tree at `i` spans (it and its descendants are contiguous).
     fn subtree_len(&self, i: usize) -> usize {
         let depth = self.nodes[i].depth;

@@ -155,12 +155,29 @@ fn with_nothing_a_run_would_drive_the_dry_run_says_what_each_task_waits_for() {
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 2, "{out}");
     assert_eq!(lines[0], "tasks/done: none: complete");
+    // A run that can drive no task stops at once as one where no task can go on (19),
+    // whatever each task waits for; naming the failed task is what its own stop (10) needs.
     assert!(
         lines[1].starts_with("tasks/failed: stop: ")
-            && lines[1].ends_with("(a run stops here: exit 10)"),
+            && lines[1].ends_with("(a run stops here: exit 19)"),
         "{out}"
     );
     assert_eq!(contents(p.path()), before, "a dry run changed the project");
+    let named = p
+        .orchestrate()
+        .args(["--dry-run", "--task", "tasks/failed"])
+        .stdout_any()
+        .run()
+        .stdout;
+    assert!(named.ends_with("(a run stops here: exit 10)\n"), "{named}");
+    // And the runs end as the dry runs said.
+    p.orchestrate().status(19).stdout_any().stderr_any().run();
+    p.orchestrate()
+        .args(["--task", "tasks/failed"])
+        .status(10)
+        .stdout_any()
+        .stderr_any()
+        .run();
 
     // No task at all: said so, with the command that makes one.
     let empty = Project::new();
@@ -200,4 +217,46 @@ fn a_dry_run_numbers_a_rework_round_as_it_counts() {
         out.contains("rework round 1 of 1 (`- **Rework**`)"),
         "{out}"
     );
+}
+
+/// A task an earlier run stopped (its agent failed): a run that names it clears the stop and
+/// tries the phase again, so the dry run of that command line says the phase runs; a run that
+/// names no task drives none and stops at once (exit 19), as its dry run says.
+#[test]
+fn a_dry_run_of_a_stopped_task_says_what_the_same_command_line_does() {
+    let p = Project::new();
+    p.write(
+        ".automaton/config.md",
+        "# Config\n\n## Limits\n- **Retries**: 0\n",
+    )
+    .write("tasks/a/SPEC.md", "# Spec\nadd two numbers\n");
+    p.orchestrate()
+        .args(["--task", "tasks/a"])
+        .behavior("design=exit3")
+        .status(12)
+        .stdout_any()
+        .stderr_any()
+        .run();
+    let before = contents(p.path());
+    let named = p
+        .orchestrate()
+        .args(["--dry-run", "--task", "tasks/a"])
+        .stdout_any()
+        .run()
+        .stdout;
+    assert!(named.starts_with("tasks/a: run design: "), "{named}");
+    let plain = p.orchestrate().arg("--dry-run").stdout_any().run().stdout;
+    assert!(
+        plain.starts_with("tasks/a: stop: ") && plain.ends_with("(a run stops here: exit 19)\n"),
+        "{plain}"
+    );
+    assert_eq!(contents(p.path()), before, "a dry run changed the project");
+    p.orchestrate().status(19).stdout_any().stderr_any().run();
+    p.orchestrate()
+        .args(["--task", "tasks/a"])
+        .stdout_any()
+        .stderr_contains("↻ tasks/a: retrying after: ")
+        .stderr_contains("▶ tasks/a: design (attempt 2)")
+        .run();
+    assert_eq!(p.state_of("tasks/a"), "complete");
 }
