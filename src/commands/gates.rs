@@ -38,7 +38,8 @@ pub(super) fn load(ctx: &Ctx, task: &str) -> super::Result<(Settings, String, Ta
     Ok((settings, rel, tree))
 }
 
-/// Files are moved only while no orchestrator drives the project.
+/// Files are moved (and worktrees merged or removed) only while no orchestrator drives the
+/// project.
 pub(super) fn take_lock(ctx: &Ctx) -> super::Result<lock::ProjectLock> {
     Ok(lock::acquire(&ctx.project)?)
 }

@@ -31,6 +31,8 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
         )));
     }
     let settings = Settings::load(&ctx.project)?;
+    // A run makes, commits in and merges worktrees: git is not run beside it.
+    let _lock = super::gates::take_lock(ctx)?;
     let mut tree = TaskTree::load_task(&ctx.project, &rel, &phase_config(&settings));
     tree.apply_gates(&crate::report::approval_gates(&settings));
     let Some(node) = tree.nodes.first() else {
@@ -129,6 +131,11 @@ pub fn clean_command(ctx: &Ctx, args: &CleanArgs) -> super::Result<u8> {
         None => None,
     };
     let settings = Settings::load(&ctx.project)?;
+    // Worktrees a run is making or working in are not removed under it; a dry run removes
+    // nothing and may look while one runs.
+    let _lock = (!args.dry_run)
+        .then(|| super::gates::take_lock(ctx))
+        .transpose()?;
     let tree = TaskTree::load(&ctx.project, &phase_config(&settings));
     let repo = repo(ctx)?;
     // Everything is read and decided before anything is removed.

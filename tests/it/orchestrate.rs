@@ -528,6 +528,23 @@ fn second_orchestrator_is_refused_by_the_lock() {
         ))
         .run();
     assert!(!p.join("tasks/other-task").exists());
+    // `clean` and `merge` run git in the worktrees a run makes and commits in: refused too
+    // while it drives the project; a dry clean only looks, and may.
+    for args in [&["clean"][..], &["merge", "tasks/locked"]] {
+        p.test()
+            .args(args.iter().copied())
+            .status(75)
+            .stderr_regex(r"^error: another automaton \(pid \d+, .*\) is driving this project\n$")
+            .run();
+    }
+    let dry = p
+        .test()
+        .args(["clean", "--dry-run"])
+        .stdout_any()
+        .stderr_any()
+        .status_any()
+        .run();
+    assert_ne!(dry.code, Some(75), "{}", dry.stderr);
     unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
     assert_eq!(first.wait().unwrap().code(), Some(130));
 }
