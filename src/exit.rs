@@ -197,7 +197,9 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         LOCKED,
-        "another `automaton orchestrate` holds the project lock (the message names its pid)",
+        "another `automaton orchestrate` holds the project lock (the message names its pid); \
+         `reject`, `rerun`, `answer`, `merge` and `clean` refuse with it too while a run drives \
+         the project",
     ),
     (
         INTERRUPTED,

@@ -99,7 +99,7 @@ fn branch_facts(tree: &TaskTree, i: usize, rec: &IsolationRecord) -> BranchFacts
     // branch is ahead of nothing, and only there can "merged" mean "nothing to merge"; a
     // branch not merged has commits of its own.
     let merged = repo.is_ancestor(&rec.branch, &target).ok();
-    let top = node.parent.is_none();
+    let top = node.is_top_level();
     match merged {
         Some(true) => BranchFacts {
             merged,
@@ -231,11 +231,11 @@ pub fn task_view_mode(tree: &TaskTree, i: usize, prefix: &str, step: bool) -> Ta
         ahead,
         base_branch: isolated
             .as_ref()
-            .filter(|_| node.parent.is_none())
+            .filter(|_| node.is_top_level())
             .and_then(|r| r.base_branch.clone()),
         // `merge` refuses a branch that waits at the merge gate: approve comes first.
         merge_command: (state == State::Complete
-            && node.parent.is_none()
+            && node.is_top_level()
             && isolated.is_some()
             && merged == Some(false)
             && !at_gate(Gate::Merge))

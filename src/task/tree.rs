@@ -48,6 +48,12 @@ impl TaskNode {
         self.decision.state
     }
 
+    /// Whether this is a top-level task (not a sub-task), however the tree it is in was read:
+    /// a tree read from a sub-task down has that sub-task as its first node, without a parent.
+    pub fn is_top_level(&self) -> bool {
+        self.depth == 0
+    }
+
     /// The verdict behind a terminal state, where VERDICT.md gave one.
     pub fn verdict(&self) -> Option<Verdict> {
         self.snap
@@ -311,7 +317,7 @@ fn gate_before(node: &TaskNode, merge_gated: bool) -> Option<Gate> {
             Some(_) => None,
         },
         State::Next(phase) => Some(Gate::Phase(phase)),
-        State::Complete if merge_gated && node.parent.is_none() && node.snap.has_isolation => {
+        State::Complete if merge_gated && node.is_top_level() && node.snap.has_isolation => {
             let rec = crate::store::isolation::read(&node.dir)?;
             let merged = rec.base_branch.as_deref().is_some_and(|base| {
                 crate::git::Repo::at(&node.dir)

@@ -483,6 +483,14 @@ impl Test {
         self
     }
 
+    /// [`Test::env`] for each pair.
+    pub fn envs(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Self {
+        for (k, v) in vars {
+            self = self.env(k, v);
+        }
+        self
+    }
+
     pub fn env_remove(mut self, key: impl Into<OsString>) -> Self {
         self.env.push((key.into(), None));
         self

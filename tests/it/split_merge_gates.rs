@@ -482,3 +482,53 @@ fn an_unknown_gate_word_is_refused_naming_the_file_line_and_the_gate_meant() {
         .run();
     assert!(!p.join("tasks/x").exists());
 }
+
+/// The merge gate holds a top-level task's branch only: a decomposed task's sub-tasks merge
+/// into its integration branch as they finish, and the run stops once, for the parent, with
+/// the parent's approve command (it named each sub-task as waiting, with an `approve` that
+/// refused, then merged them anyway).
+#[test]
+fn the_merge_gate_of_a_decomposed_task_holds_the_parent_not_its_sub_tasks() {
+    let p = Project::new();
+    p.write("README.md", "# demo\n")
+        .write(
+            ".automaton/config.md",
+            "# Config\n\n## Phases\n- **Design**: No\n- **Test design**: No\n",
+        )
+        .write(
+            ".automaton/.agent.md",
+            "# Agent\n\n## Agent\n- **Approve before**: merge\n",
+        );
+    git(p.path(), &["init", "--quiet", "-b", "main"]);
+    git(p.path(), &["add", "README.md"]);
+    git(p.path(), &["commit", "--quiet", "-m", "init"]);
+    let two = plan(&[("a", 1, "-", "3k", "One"), ("b", 1, "-", "3k", "Two")]);
+    let ran = in_repo(&p, p.orchestrate())
+        .envs(crate::isolation::envs(
+            &p,
+            &two,
+            r#"echo "$name" > "$name.txt""#,
+        ))
+        .arg("p")
+        .status(AWAITING_APPROVAL)
+        .stdout_contains(
+            "tasks/p waits for approval before `automaton merge` takes its branch; run \
+             `automaton approve tasks/p`",
+        )
+        .stderr_any()
+        .run();
+    assert!(!ran.stdout.contains("subtasks/a waits"), "{}", ran.stdout);
+    assert!(
+        !ran.stderr.contains("subtasks/a waits for approval"),
+        "{}",
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("⇢ tasks/p/subtasks/a: merged"),
+        "{}",
+        ran.stderr
+    );
+    let t = p.task_json("tasks/p");
+    assert_eq!(t["awaiting_approval"], "merge");
+    assert!(p.task_json("tasks/p/subtasks/a")["awaiting_approval"].is_null());
+}
