@@ -245,7 +245,7 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
     // Name -> index in `rows`, and the line of each name seen (duplicates say where).
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
-    for (i, line) in lines {
+    for (i, line) in lines.by_ref() {
         if !line.trim_start().starts_with('|') {
             break;
         }
@@ -331,6 +331,19 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
             },
             wave_ok: wave.is_some(),
         });
+    }
+    // Only one table is read: the rows of another would be dropped without a word (an agent
+    // may well write one table per wave).
+    for (n, line) in lines {
+        if line.trim_start().starts_with('|') && header_columns(&cells(line)).is_some() {
+            problem(
+                n,
+                format!(
+                    "a second sub-task table (the first starts on line {header_line}): every \
+                     sub-task goes in the one table"
+                ),
+            );
+        }
     }
     if rows.is_empty() && problems.is_empty() {
         return err(header_line, "the sub-task table has no rows");
@@ -484,6 +497,29 @@ mod tests {
             [(1, vec!["parse-config", "cache"]), (2, vec!["cli"])]
         );
         assert!(plan.row("cache").unwrap().files.is_empty());
+    }
+
+    /// One table per wave is refused at the second table's line: its rows would have been
+    /// dropped without a word.
+    #[test]
+    fn a_second_table_is_refused_naming_its_line() {
+        let text = format!(
+            "{HEADER}| a | 1 | - | 4k | - | One |\n\n## Wave 2\n\n| Sub-task | Wave | Depends on |\n|---|---|---|\n| b | 2 | a |\n"
+        );
+        let e = parse_decomposition(&text).unwrap_err();
+        assert_eq!(e.problems.len(), 1, "{e}");
+        assert_eq!(e.problems[0].line, 9);
+        assert!(
+            e.problems[0]
+                .message
+                .starts_with("a second sub-task table (the first starts on line 3)"),
+            "{e}"
+        );
+        // A table of another kind after the plan is prose, not a plan.
+        let other = format!(
+            "{HEADER}| a | 1 | - | 4k | - | One |\n\n| Risk | Odds |\n|---|---|\n| x | low |\n"
+        );
+        assert!(parse_decomposition(&other).is_ok());
     }
 
     #[test]
