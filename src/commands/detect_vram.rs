@@ -2,7 +2,7 @@
 
 use super::{Ctx, out};
 use crate::cli::{DetectVramArgs, VramFormat};
-use crate::detect::{detect, render_human};
+use crate::detect::{Cache, detect_using, render_human};
 use crate::settings::Settings;
 
 /// `automaton detect-vram`: JSON (or the human block) on stdout, warnings on stderr, exit 0
@@ -12,7 +12,15 @@ pub fn detect_command(ctx: &Ctx, args: &DetectVramArgs) -> super::Result<u8> {
     for w in &settings.warnings {
         eprintln!("warning: {w}");
     }
-    let report = detect(&settings, args.refresh);
+    // Outside any project (no `--project`, none found upward) nothing is cached.
+    let cache = if ctx.found == super::project::Found::Nowhere {
+        Cache::Off
+    } else if args.refresh {
+        Cache::Refresh
+    } else {
+        Cache::Use
+    };
+    let report = detect_using(&settings, cache);
     if !report.cached {
         for w in &report.warnings {
             eprintln!("warning: {w}");

@@ -43,8 +43,26 @@ pub struct DetectEnv<'a> {
     pub script_timeout: Duration,
 }
 
+/// How a detection uses `.automaton/.vram_cache.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cache {
+    /// Answer from a current cache, else detect and rewrite it.
+    Use,
+    /// Detect, and rewrite it (`--refresh`).
+    Refresh,
+    /// Detect, and write nothing: a folder that is no project keeps no cache (making
+    /// `.automaton/` there would make it a project that `orchestrate` then finds).
+    Off,
+}
+
 /// Detect with the real machine, environment and home folder. Never fails.
 pub fn detect(settings: &Settings, refresh: bool) -> VramReport {
+    let cache = if refresh { Cache::Refresh } else { Cache::Use };
+    detect_using(settings, cache)
+}
+
+/// [`detect`], with the cache used as `cache` says.
+pub fn detect_using(settings: &Settings, cache: Cache) -> VramReport {
     let var = |k: &str| std::env::var(k).ok();
     let env = DetectEnv {
         user_home: std::env::var_os("HOME")
@@ -54,7 +72,7 @@ pub fn detect(settings: &Settings, refresh: bool) -> VramReport {
         probe: &probe::SystemProbe,
         script_timeout: settings.duration(Key::VramScriptTimeout),
     };
-    detect_with(settings, refresh, &env)
+    detect_with(settings, cache, &env)
 }
 
 /// The cached detection for these settings, if one is there and current: read only, nothing
@@ -75,9 +93,9 @@ pub fn cached(settings: &Settings) -> Option<VramReport> {
     }
 }
 
-/// Detect with injected inputs: the cache unless `refresh`, else the chain, then the cache is
-/// rewritten. Never fails.
-pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> VramReport {
+/// Detect with injected inputs: a current cache ([`Cache::Use`]), else the chain, then the
+/// cache is rewritten (not with [`Cache::Off`]). Never fails.
+pub fn detect_with(settings: &Settings, cache_use: Cache, env: &DetectEnv<'_>) -> VramReport {
     let key = cache_key(settings, env);
     let mut cache_warnings = Vec::new();
     // The engine is asked every time (a second at most when it is down): a cache must not
@@ -86,7 +104,7 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
         let answer = engine::probe(&e);
         (e, answer)
     });
-    if !refresh {
+    if cache_use == Cache::Use {
         match cache::load(&settings.project, &key) {
             cache::Loaded::Hit(mut r)
                 if same_engine(probed.as_ref().map(|p| &p.1), r.engine.as_ref()) =>
@@ -103,7 +121,9 @@ pub fn detect_with(settings: &Settings, refresh: bool, env: &DetectEnv<'_>) -> V
         }
     }
     let mut report = compute(settings, env, probed.as_ref());
-    if let Err(e) = cache::store(&settings.project, &key, &report) {
+    if cache_use != Cache::Off
+        && let Err(e) = cache::store(&settings.project, &key, &report)
+    {
         // The error names the file.
         cache_warnings.push(e.to_string());
     }
@@ -455,7 +475,8 @@ mod tests {
             probe,
             script_timeout: Duration::from_secs(5),
         };
-        detect_with(&settings, refresh, &env)
+        let cache = if refresh { Cache::Refresh } else { Cache::Use };
+        detect_with(&settings, cache, &env)
     }
 
     #[test]

@@ -94,6 +94,21 @@ fn detect_vram_human() {
     insta::assert_snapshot!("detect_vram_human_cached", cached.stdout);
 }
 
+/// A folder that is no project keeps no detection cache: making `.automaton/` for it would
+/// make it a project, which a later `orchestrate` from a folder below would find and fill.
+#[test]
+fn detect_vram_outside_a_project_leaves_the_folder_as_it_was() {
+    let p = Project::new();
+    p.test()
+        .no_project_flag()
+        .args(["detect-vram"])
+        .stdout_any()
+        .stderr_any()
+        .run();
+    let left: Vec<_> = std::fs::read_dir(p.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
 /// The script pins GPU and RAM; the model comes from config.md.
 #[test]
 fn detect_vram_human_with_a_model() {
