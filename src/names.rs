@@ -84,10 +84,14 @@ pub const ROOTS: [&str; 2] = ["tasks", ".automaton/tasks"];
 
 /// Turn what a user typed into a task path relative to the project, checked:
 /// `auth` -> `tasks/auth`; `auth/subtasks/login` -> `tasks/auth/subtasks/login`;
-/// `tasks/auth` and `.automaton/tasks/auth` stay. Refuses absolute paths, `..`, empty parts
-/// and names that are not kebab-case.
+/// `tasks/auth` and `.automaton/tasks/auth` stay, and so does `./tasks/auth` (a shell's
+/// completion writes it). Refuses absolute paths, `..`, empty parts and names that are not
+/// kebab-case.
 pub fn task_path(input: &str) -> Result<String, String> {
-    let input = input.trim().trim_end_matches('/');
+    let mut input = input.trim().trim_end_matches('/');
+    while let Some(rest) = input.strip_prefix("./") {
+        input = rest.trim_start_matches('/');
+    }
     if input.is_empty() {
         return Err("the task path is empty".into());
     }
@@ -172,6 +176,8 @@ mod tests {
     fn task_paths() {
         assert_eq!(task_path("auth").unwrap(), "tasks/auth");
         assert_eq!(task_path("tasks/auth/").unwrap(), "tasks/auth");
+        assert_eq!(task_path("./tasks/auth").unwrap(), "tasks/auth");
+        assert_eq!(task_path("././auth").unwrap(), "tasks/auth");
         assert_eq!(
             task_path("auth/subtasks/login").unwrap(),
             "tasks/auth/subtasks/login"

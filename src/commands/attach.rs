@@ -4,12 +4,11 @@
 use super::{Ctx, Error, out};
 use crate::cli::AttachArgs;
 use crate::exit;
-use crate::names;
 use crate::run::executor::tmux::Tmux;
 use std::os::unix::process::CommandExt;
 
 pub fn attach_command(ctx: &Ctx, args: &AttachArgs) -> super::Result<u8> {
-    let rel = names::task_path(&args.task).map_err(Error::Input)?;
+    let rel = ctx.task_path(&args.task)?;
     // The socket may be set: read the settings as `status` does (one that cannot be read
     // keeps its default).
     let settings = crate::settings::Settings::load_lenient(&ctx.project)?;

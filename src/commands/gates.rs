@@ -25,7 +25,7 @@ pub(super) fn load(ctx: &Ctx, task: &str) -> super::Result<(Settings, String, Ta
     let settings = Settings::load(&ctx.project)?;
     print_warnings(&settings.warnings);
     let gates = approval_gates(&settings);
-    let rel = crate::names::task_path(task).map_err(Error::Input)?;
+    let rel = ctx.task_path(task)?;
     if !ctx.project.join(&rel).is_dir() {
         return Err(Error::Input(format!(
             "no task folder {rel}; `{} status` lists the tasks",

@@ -3,6 +3,7 @@
 
 use super::{Ctx, Error, out};
 use crate::cli::{CleanArgs, MergeArgs};
+use crate::exit;
 use crate::git::{Merge, Repo};
 use crate::plan::gate::Gate;
 use crate::report::phase_config;
@@ -11,7 +12,6 @@ use crate::settings::Settings;
 use crate::state::State;
 use crate::store::isolation;
 use crate::task::TaskTree;
-use crate::{exit, names};
 
 fn repo(ctx: &Ctx) -> super::Result<Repo> {
     Repo::discover(&ctx.project).ok_or_else(|| {
@@ -23,7 +23,7 @@ fn repo(ctx: &Ctx) -> super::Result<Repo> {
 }
 
 pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
-    let rel = names::task_path(&args.task).map_err(Error::Input)?;
+    let rel = ctx.task_path(&args.task)?;
     if rel.contains("/subtasks/") {
         return Err(Error::Input(format!(
             "{rel} is a sub-task: its branch is merged into its parent's integration branch; \
@@ -127,7 +127,7 @@ fn merged_and_cleaned(ctx: &Ctx, rel: &str, c: &isolation::CleanedRecord) -> sup
 
 pub fn clean_command(ctx: &Ctx, args: &CleanArgs) -> super::Result<u8> {
     let only = match &args.task {
-        Some(t) => Some(names::task_path(t).map_err(Error::Input)?),
+        Some(t) => Some(ctx.task_path(t)?),
         None => None,
     };
     let settings = Settings::load(&ctx.project)?;

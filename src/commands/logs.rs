@@ -9,7 +9,6 @@
 use super::{Ctx, Error, out};
 use crate::cli::LogsArgs;
 use crate::exit;
-use crate::names;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -98,7 +97,7 @@ pub fn logs_command(ctx: &Ctx, args: &LogsArgs) -> super::Result<u8> {
         follow,
     } = args;
     let phase = phase.as_deref().map(log_stem).transpose()?;
-    let rel = names::task_path(task).map_err(Error::Input)?;
+    let rel = ctx.task_path(task)?;
     let dir = ctx.project.join(&rel);
     if !dir.is_dir() {
         return Err(Error::Input(format!(

@@ -24,7 +24,7 @@ mod watch;
 
 pub use error::{Error, Result};
 
-use crate::{cli, exit};
+use crate::{cli, exit, names};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -47,6 +47,35 @@ impl Ctx {
             cli::ColorWhen::Auto => {
                 is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
             }
+        }
+    }
+
+    /// The task a command line names, as a path from the project ([`names::task_path`]); an
+    /// absolute path is taken when it lies inside the project (and refused, naming the
+    /// project, when it does not).
+    pub fn task_path(&self, input: &str) -> Result<String, Error> {
+        let path = std::path::Path::new(input.trim());
+        if !path.is_absolute() {
+            return names::task_path(input).map_err(Error::Input);
+        }
+        use std::path::Path;
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let inside = path
+            .strip_prefix(&self.project)
+            .map(Path::to_path_buf)
+            .or_else(|_| {
+                real(path)
+                    .strip_prefix(real(&self.project))
+                    .map(Path::to_path_buf)
+            })
+            .ok()
+            .and_then(|rest| rest.to_str().map(str::to_string));
+        match inside {
+            Some(rest) => names::task_path(&rest).map_err(Error::Input),
+            None => Err(Error::Input(format!(
+                "`{input}` is not inside the project {}: name a task folder of it (`tasks/<name>`)",
+                self.project.display()
+            ))),
         }
     }
 

@@ -7,7 +7,7 @@ use crate::state::State;
 use crate::task::{NewTask, create_task};
 
 pub fn create_command(ctx: &Ctx, args: &TaskCreateArgs) -> super::Result<u8> {
-    let rel = names::task_path(&args.path).map_err(super::Error::Input)?;
+    let rel = ctx.task_path(&args.path)?;
     if let Some(word) = names::ROOTS
         .iter()
         .filter_map(|root| rel.strip_prefix(&format!("{root}/")))

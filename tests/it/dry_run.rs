@@ -260,3 +260,25 @@ fn a_dry_run_of_a_stopped_task_says_what_the_same_command_line_does() {
         .run();
     assert_eq!(p.state_of("tasks/a"), "complete");
 }
+
+/// A task named as a shell completes it (`./tasks/x`) or by its absolute path inside the
+/// project is the same task; an absolute path outside the project is refused naming it.
+#[test]
+fn a_task_named_by_a_dot_or_an_absolute_path_is_found() {
+    let p = Project::new();
+    p.write("tasks/fresh/TASK.md", "# Task\n\nBuild it\n");
+    let want = "tasks/fresh: run research: state new: the research phase writes SPEC.md\n";
+    let abs = p.join("tasks/fresh").display().to_string();
+    for named in ["./tasks/fresh", abs.as_str()] {
+        p.orchestrate()
+            .args(["--dry-run", "--task", named])
+            .stdout(want)
+            .run();
+    }
+    let outside = p.home().display().to_string();
+    p.orchestrate()
+        .args(["--dry-run", "--task", &outside])
+        .status(1)
+        .stderr_contains("is not inside the project")
+        .run();
+}

@@ -271,7 +271,8 @@ fn task_create_writes_state_and_refuses_escapes_and_duplicates() {
         ),
         (
             "/etc/x",
-            "`/etc/x` must be a path inside the project (relative, `/`-separated)",
+            "`/etc/x` is not inside the project [PROJECT]: name a task folder of it \
+             (`tasks/<name>`)",
         ),
         (
             "tasks/../../x",

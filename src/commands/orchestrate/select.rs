@@ -74,7 +74,7 @@ pub(super) fn named_task(
         return Ok(Some(rel));
     }
     if let Some(task) = &args.task {
-        let rel = names::task_path(task).map_err(Error::Input)?;
+        let rel = ctx.task_path(task)?;
         if !ctx.project.join(&rel).is_dir() {
             return Err(Error::Input(format!(
                 "no task folder {rel}; `{prefix} status` lists the tasks"
