@@ -328,6 +328,9 @@ pub struct DetectVramArgs {
     /// Output format
     #[arg(long, value_enum, default_value_t = VramFormat::Json)]
     pub format: VramFormat,
+    /// JSON (the default), as every command with a JSON form takes it
+    #[arg(long, conflicts_with_all = ["human", "format"])]
+    pub json: bool,
     /// Probe again, ignoring (and then rewriting) the cache
     #[arg(long)]
     pub refresh: bool,

@@ -99,12 +99,16 @@ fn detect_vram_human() {
 #[test]
 fn detect_vram_outside_a_project_leaves_the_folder_as_it_was() {
     let p = Project::new();
-    p.test()
+    // `--json` too, as every command with a JSON form takes it (JSON is the default here).
+    let out = p
+        .test()
         .no_project_flag()
-        .args(["detect-vram"])
+        .args(["detect-vram", "--json"])
         .stdout_any()
         .stderr_any()
         .run();
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("JSON");
+    assert!(v["recommended_kb"].is_u64(), "{v}");
     let left: Vec<_> = std::fs::read_dir(p.path()).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
