@@ -160,14 +160,15 @@ impl StopKind {
     }
 }
 
-/// Whether a PASS verdict still needs the verify command.
+/// Whether the work still needs the verify command: a PASS verdict, or (before the phases
+/// after implement) the implementation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verify {
     /// No verify command is configured.
     NotConfigured,
-    /// The command passed for this very VERDICT.md.
+    /// The command passed for this very VERDICT.md (or IMPLEMENTATION.md).
     Passed,
-    /// It has not passed for this VERDICT.md yet.
+    /// It has not passed for it yet.
     Pending,
 }
 
@@ -270,8 +271,10 @@ pub fn next_action(f: &Facts) -> Action {
     }
     match f.state {
         State::Complete if f.verify == Verify::Pending => Action::Verify,
-        // A PASS whose verify was due when a run ended (`logs/verify-due`): verify it now.
-        State::Next(Phase::Referee) if f.verify == Verify::Pending => Action::Verify,
+        // A PASS whose verify was due when a run ended (`logs/verify-due`), or an
+        // implementation the command has not passed (it failed, and the task is retried):
+        // verify it now, before anything else runs on it.
+        State::Next(_) if f.verify == Verify::Pending => Action::Verify,
         // The task is done, but its branch waits for a person before `automaton merge`.
         State::Complete if f.awaiting_approval => Action::AwaitApproval(Gate::Merge),
         State::Complete => Action::Complete,
@@ -612,7 +615,7 @@ mod tests {
             Action::EndRun(StopKind::TotalTimeCap)
         } else if f.stale {
             Action::Stale
-        } else if f.state == State::Next(Phase::Referee) && f.verify == Verify::Pending {
+        } else if matches!(f.state, State::Next(_)) && f.verify == Verify::Pending {
             Action::Verify
         } else if f.state == State::Complete {
             if f.verify == Verify::Pending {

@@ -19,7 +19,9 @@ use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, waits_for};
 use crate::task::snapshot::content_hash;
-use crate::task::snapshot::{SUBTASKS_DIR, VERIFIED_FILE, VERIFY_DUE_FILE};
+use crate::task::snapshot::{
+    SUBTASKS_DIR, VERIFIED_FILE, VERIFIED_IMPLEMENTATION_FILE, VERIFY_DUE_FILE,
+};
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
 
@@ -71,6 +73,19 @@ pub(super) fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
 /// The hash the verify command last passed for, if any.
 pub(super) fn verified_hash(dir: &Path) -> Option<String> {
     crate::fsx::read_to_string(dir.join(VERIFIED_FILE)).ok()
+}
+
+/// Whether IMPLEMENTATION.md is the task's last artifact and the verify command has not
+/// passed after it ([`VERIFIED_IMPLEMENTATION_FILE`] holds the hash of the one it passed
+/// after).
+fn implementation_unverified(node: &TaskNode, dir: &Path) -> bool {
+    if node.snap.artifacts.highest() != Some(Artifact::Implementation) {
+        return false;
+    }
+    let now = crate::fsx::read(dir.join(Artifact::Implementation.file_name()))
+        .ok()
+        .map(|b| content_hash(&b));
+    now.is_some() && now != crate::fsx::read_to_string(dir.join(VERIFIED_IMPLEMENTATION_FILE)).ok()
 }
 
 pub(super) fn verdict_hash(dir: &Path) -> Option<String> {
@@ -241,6 +256,9 @@ impl Drive<'_, '_> {
                 stop_task(run, rel, dir, kind, reason).map(Some)
             }
             Action::EndRun(kind) => Ok(Some(stopped(kind, "interrupted"))),
+            Action::Verify if node.snap.artifacts.highest() == Some(Artifact::Implementation) => {
+                verify_implementation(run, rel, dir, self.ws)
+            }
             Action::Verify => verify_pass(run, rel, dir, self.ws),
             Action::Complete => self.complete(tree, last),
             Action::Human(kind) => {
@@ -410,6 +428,8 @@ pub(super) fn facts(
     let state = node.state();
     // Done is verified, not claimed: a PASS counts once the verify command passed for this
     // very VERDICT.md (so a retry after a failed verify verifies again).
+    // So is an implementation: the phases after implement run once the command passed after
+    // this very IMPLEMENTATION.md (a retry after a failed verify verifies first).
     let verify = match (state, run.verify_command) {
         (_, None) => Verify::NotConfigured,
         (State::Complete | State::Next(Phase::Referee), Some(_))
@@ -417,6 +437,7 @@ pub(super) fn facts(
         {
             Verify::Pending
         }
+        (State::Next(_), Some(_)) if implementation_unverified(node, dir) => Verify::Pending,
         _ => Verify::Passed,
     };
     Facts {
@@ -487,6 +508,34 @@ pub(super) fn verify_pass(
     write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
     crate::fsx::remove_if_there(&dir.join(VERIFY_DUE_FILE))?;
     write_state(dir, State::Complete)?;
+    Ok(None)
+}
+
+/// Run the verify command on the implementation in `dir` (after implement, and before the
+/// phases after it when a failed verify was retried); the stop when it fails (`None` when it
+/// passed, recorded, or a rework round began).
+pub(super) fn verify_implementation(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    ws: Option<&Workspace>,
+) -> super::Result<Option<Outcome>> {
+    let Some(cmd) = run.verify_command else {
+        return Ok(None);
+    };
+    if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
+        return match super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)? {
+            Some((kind, reason)) => stop_task(run, rel, dir, kind, reason).map(Some),
+            None => Ok(None),
+        };
+    }
+    // Lost in a power cut, it costs one more run of the command.
+    if let Ok(bytes) = crate::fsx::read(dir.join(Artifact::Implementation.file_name())) {
+        crate::fsx::write_rebuildable(
+            &dir.join(VERIFIED_IMPLEMENTATION_FILE),
+            content_hash(&bytes).as_bytes(),
+        )?;
+    }
     Ok(None)
 }
 

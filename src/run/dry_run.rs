@@ -96,15 +96,22 @@ fn describe(
             None,
         ),
         Action::Complete => planned("none", None, "complete".into(), None),
-        Action::Verify => planned(
-            "verify",
-            None,
-            format!(
-                "the PASS verdict counts once the verify command `{}` passes",
-                crate::settings::value::redact(run.verify_command.unwrap_or_default())
-            ),
-            None,
-        ),
+        Action::Verify => {
+            let command = crate::settings::value::redact(run.verify_command.unwrap_or_default());
+            let why = if node
+                .snap
+                .artifacts
+                .contains(crate::state::Artifact::Verdict)
+            {
+                format!("the PASS verdict counts once the verify command `{command}` passes")
+            } else {
+                format!(
+                    "the verify command `{command}` has not passed after this implementation: \
+                     it runs before the phases after implement"
+                )
+            };
+            planned("verify", None, why, None)
+        }
         Action::Human(kind) => planned(
             "stop",
             None,

@@ -2,7 +2,6 @@
 //! agent's end and the artifact), then accept it (commit, verify after implement, freeze after
 //! test_design), retry it after the backoff, or stop the task.
 
-use super::check::run_verify;
 use super::driver::{gated, load, stop_task};
 use super::event::{Event, FreezeReason};
 use super::isolation::Workspace;
@@ -476,14 +475,9 @@ fn accept(
     });
     // The verify command also runs after implement, to stop early; a PASS is checked again
     // when the task reaches complete (see `drive`).
-    if phase == Phase::Implement
-        && let Some(cmd) = run.verify_command
-    {
-        if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")?
-            && let Some((kind, reason)) =
-                super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)?
-        {
-            return stop_task(run, rel, dir, kind, reason).map(PhaseEnd::Stop);
+    if phase == Phase::Implement && run.verify_command.is_some() {
+        if let Some(stop) = super::driver::verify_implementation(run, rel, dir, ws)? {
+            return Ok(PhaseEnd::Stop(stop));
         }
         // It ran in the task's workspace and may have touched the task: read it again.
         tree = load(run, rel);

@@ -31,6 +31,9 @@ pub const REJECTED_PLAN_FILE: &str = "logs/rejected/DECOMPOSITION-1.md";
 pub const VERIFY_DUE_FILE: &str = "logs/verify-due";
 /// The hash of the VERDICT.md the verify command last passed for.
 pub const VERIFIED_FILE: &str = "logs/verified";
+/// The hash of the IMPLEMENTATION.md the verify command last passed after: until it holds
+/// the one there, the phases after implement wait for the command (a retry verifies first).
+pub const VERIFIED_IMPLEMENTATION_FILE: &str = "logs/verified-implementation";
 
 /// What was read of one task folder.
 #[derive(Debug, Clone, Default)]

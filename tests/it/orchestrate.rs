@@ -400,6 +400,61 @@ fn verify_command_overrules_a_pass_verdict() {
     assert!(!p.join("tasks/verified/logs/verify-5.log").exists());
 }
 
+/// A verify that failed after implement stops the task; retrying it runs the command again
+/// before any phase after implement (it ran bug_find, adversarial_bug_find, doc_review and
+/// the referee on code known to fail, and verified only at the PASS).
+#[test]
+fn a_retry_after_a_failed_verify_verifies_before_the_phases_after_implement() {
+    let p = Project::new();
+    p.write(
+        ".automaton/.agent.md",
+        "## Agent\n- **Verify command**: test -f ok.flag\n",
+    );
+    p.orchestrate()
+        .arg("checked")
+        .status(17)
+        .stdout_any()
+        .stderr_any()
+        .run();
+    assert_eq!(p.state_of("tasks/checked"), "human_intervention");
+    // Retried without a fix: the command runs again, fails again, and nothing else runs.
+    let retried = p
+        .orchestrate()
+        .args(["--task", "tasks/checked"])
+        .agent_log()
+        .status(17)
+        .stdout_contains("verify command `test -f ok.flag` failed")
+        .stderr_any()
+        .run();
+    assert!(
+        p.agent_runs().is_empty(),
+        "{:?}\n{}",
+        p.agent_runs(),
+        retried.stderr
+    );
+    assert!(p.join("tasks/checked/logs/verify-2.log").is_file());
+    // `--dry-run` says the same.
+    let dry = p
+        .orchestrate()
+        .args(["--dry-run", "--task", "tasks/checked"])
+        .stdout_any()
+        .run()
+        .stdout;
+    assert!(dry.starts_with("tasks/checked: verify: the verify command `test -f ok.flag` has not passed after this implementation"), "{dry}");
+    // Fixed: the command passes, then the phases after implement run, to complete.
+    p.write("ok.flag", "");
+    p.orchestrate()
+        .args(["--task", "tasks/checked"])
+        .agent_log()
+        .stdout(complete("tasks/checked"))
+        .stderr_any()
+        .run();
+    assert_eq!(
+        p.phases_run(),
+        ["bug_find", "adversarial_bug_find", "doc_review", "referee"]
+    );
+}
+
 #[test]
 fn contract_met_does_not_excuse_a_failing_exit_status() {
     stops(
