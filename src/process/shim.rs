@@ -41,6 +41,9 @@ use std::time::{Duration, Instant};
 pub const SHIM_ARG: &str = "__agent-watchdog";
 /// Exit status of a shim whose automaton died before it was told to start the agent.
 pub const NEVER_STARTED: i32 = 125;
+/// How much longer than the agent's grace automaton waits for a stopped watchdog to end: the
+/// watchdog itself KILLs what is left once the grace is over, reaps it and exits.
+pub const WATCHDOG_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 static SHIM_EXE: OnceLock<PathBuf> = OnceLock::new();
 
@@ -186,15 +189,17 @@ impl Watcher {
             let mut deadline = None;
             if self.stop.load(Ordering::SeqCst) {
                 // Automaton stops the group (the group got the signal too): daemonized
-                // descendants did not, and must be gone before automaton's KILL ends the shim.
+                // descendants did not. Every descendant gets the whole grace, then KILL;
+                // automaton waits for this shim a moment longer than the grace
+                // ([`WATCHDOG_MARGIN`]) before its own KILL.
                 let since = *stopping_since.get_or_insert_with(|| {
                     signal_descendants(Signal::TERM);
                     Instant::now()
                 });
-                if since.elapsed() >= grace / 2 {
+                if since.elapsed() >= grace {
                     signal_descendants(Signal::KILL);
                 } else {
-                    deadline = Some(since + grace / 2);
+                    deadline = Some(since + grace);
                 }
             }
             wait_for_event(control, self.wake.as_fd(), deadline);

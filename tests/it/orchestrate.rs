@@ -634,6 +634,30 @@ fn ctrl_c_stops_the_agent_group_and_leaves_files_consistent() {
         .run();
 }
 
+/// A stopped agent gets the whole kill grace between TERM and KILL (`AUTOMATON_KILL_GRACE`),
+/// to save its state: here one that takes 2.5 s of a 4 s grace finishes (its watchdog
+/// KILLed it at half the grace).
+#[test]
+fn a_stopped_agent_gets_the_whole_kill_grace() {
+    let p = Project::new();
+    p.write(
+        "agent.sh",
+        "trap 'sleep 2.5; echo saved > \"$AUTOMATON_TASK_DIR/saved\"; exit 143' TERM\n\
+         cat > /dev/null\n\
+         echo started > \"$AUTOMATON_TASK_DIR/started\"\n\
+         while :; do sleep 0.1; done\n",
+    );
+    let mut run = p
+        .orchestrate_std()
+        .env("AUTOMATON_KILL_GRACE", "4s")
+        .args(["--agent", "sh agent.sh", "save on stop"])
+        .spawn_guarded();
+    wait_for(&p.join("tasks/save-on-stop/started"));
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert_eq!(p.read("tasks/save-on-stop/saved"), "saved\n");
+}
+
 #[test]
 fn kill_9_mid_phase_then_resume_runs_no_completed_phase_twice() {
     let p = Project::new();

@@ -126,6 +126,12 @@ impl Executor for Local {
             }));
         };
         let (read, go) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
+        // The agent gets the whole grace from its watchdog, which then ends what is left and
+        // exits: the group is KILLed only if the watchdog itself does not end.
+        let opts = Options {
+            kill_grace: spec.kill_grace + crate::process::shim::WATCHDOG_MARGIN,
+            ..opts
+        };
         let group = Group::spawn_with(opts, |[stdin, stdout, stderr]| {
             let mut cmd = Command::new(exe);
             cmd.arg(crate::process::shim::SHIM_ARG)
