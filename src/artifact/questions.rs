@@ -137,18 +137,31 @@ pub enum Answer {
 }
 
 /// Read `value` (of `N=value`) as an answer to `q`: an option's number (`2`), an option's
-/// text (case and surrounding space aside), or else free text.
-pub fn read_answer(q: &Question, value: &str) -> Answer {
+/// text (case and surrounding space aside), or else free text. A bare number that is none of
+/// the question's options is refused (a slip, not an answer); where a question has no
+/// options, a number is free text.
+pub fn read_answer(q: &Question, value: &str) -> Result<Answer, String> {
     let v = value.trim();
     if let Ok(n) = v.parse::<usize>()
-        && (1..=q.options.len()).contains(&n)
+        && !q.options.is_empty()
     {
-        return Answer::Option(n - 1);
+        return if (1..=q.options.len()).contains(&n) {
+            Ok(Answer::Option(n - 1))
+        } else {
+            Err(format!(
+                "question {} has options 1 to {}, not {n} (answer with an option's number or \
+                 text, or in words)",
+                q.number,
+                q.options.len()
+            ))
+        };
     }
-    match q.options.iter().position(|o| o.eq_ignore_ascii_case(v)) {
-        Some(i) => Answer::Option(i),
-        None => Answer::FreeText(v.to_string()),
-    }
+    Ok(
+        match q.options.iter().position(|o| o.eq_ignore_ascii_case(v)) {
+            Some(i) => Answer::Option(i),
+            None => Answer::FreeText(v.to_string()),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -166,13 +179,18 @@ mod tests {
         assert_eq!(qs[0].options, ["Redis", "SQLite", "In memory"]);
         assert_eq!(qs[0].recommended, Some(0));
         assert!(qs[1].options.is_empty());
-        assert_eq!(read_answer(&qs[0], "2"), Answer::Option(1));
-        assert_eq!(read_answer(&qs[0], " in memory "), Answer::Option(2));
+        assert_eq!(read_answer(&qs[0], "2"), Ok(Answer::Option(1)));
+        assert_eq!(read_answer(&qs[0], " in memory "), Ok(Answer::Option(2)));
         assert_eq!(
             read_answer(&qs[0], "Postgres"),
-            Answer::FreeText("Postgres".into())
+            Ok(Answer::FreeText("Postgres".into()))
         );
-        assert_eq!(read_answer(&qs[1], "1"), Answer::FreeText("1".into()));
+        assert_eq!(read_answer(&qs[1], "1"), Ok(Answer::FreeText("1".into())));
+        // A number that is none of the options is a slip.
+        for slip in ["0", "4"] {
+            let e = read_answer(&qs[0], slip).unwrap_err();
+            assert!(e.starts_with("question 1 has options 1 to 3, not "), "{e}");
+        }
     }
 
     #[test]

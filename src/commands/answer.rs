@@ -102,7 +102,8 @@ fn match_answers(questions: &[Question], given: &[String]) -> Result<Vec<Answer>
         if value.trim().is_empty() {
             return Err(format!("`{arg}`: the answer to question {n} is empty"));
         }
-        if answers[n - 1].replace(read_answer(q, value)).is_some() {
+        let answer = read_answer(q, value).map_err(|why| format!("`{arg}`: {why}"))?;
+        if answers[n - 1].replace(answer).is_some() {
             return Err(format!("question {n} is answered twice"));
         }
     }

@@ -109,6 +109,14 @@ fn answer_without_questions_or_with_a_bad_number_is_refused() {
         .status(2)
         .stderr_contains("`3=x`: there is no question 3 (1 to 1)")
         .run();
+    // A number that is none of the options is a slip, not a free-text answer.
+    p.write("tasks/a/QUESTIONS.md", "## 1. Which?\n- one\n- two\n");
+    p.test()
+        .args(["answer", TASK, "1=3"])
+        .status(2)
+        .stderr_contains("`1=3`: question 1 has options 1 to 2, not 3")
+        .run();
+    assert!(!p.join("tasks/a/DECISIONS.md").exists());
     p.write("tasks/a/QUESTIONS.md", "## 1. Why?\n- only\n");
     p.test()
         .args(["answer", TASK, "1=x"])
