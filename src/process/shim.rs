@@ -30,7 +30,7 @@ use crate::store::agent_exit::ExitRecord;
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::process::{Pid, Signal, WaitOptions};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -188,16 +188,18 @@ impl Watcher {
             }
             let mut deadline = None;
             if self.stop.load(Ordering::SeqCst) {
-                // Automaton stops the group (the group got the signal too): daemonized
-                // descendants did not. Every descendant gets the whole grace, then KILL;
-                // automaton waits for this shim a moment longer than the grace
-                // ([`WATCHDOG_MARGIN`]) before its own KILL.
+                // Automaton stops the whole group (Slurm every process of the job): the
+                // agent got its TERM with the shim, and a second one would read as "stop
+                // now" to the many agents that quit at once on a second Ctrl-C. Only the
+                // descendants that left the group (daemonized) are TERMed here. Every one
+                // gets the whole grace, then KILL; automaton waits for this shim a moment
+                // longer than the grace ([`WATCHDOG_MARGIN`]) before its own KILL.
                 let since = *stopping_since.get_or_insert_with(|| {
-                    signal_descendants(Signal::TERM);
+                    signal_descendants(Signal::TERM, Reach::LeftTheGroup);
                     Instant::now()
                 });
                 if since.elapsed() >= grace {
-                    signal_descendants(Signal::KILL);
+                    signal_descendants(Signal::KILL, Reach::Every);
                 } else {
                     deadline = Some(since + grace);
                 }
@@ -299,7 +301,7 @@ fn reap(child: i32, status: &mut Option<i32>) -> bool {
 fn reap_all(child: i32, status: &mut Option<i32>) {
     let end = Instant::now() + Duration::from_millis(500);
     while !reap(child, status) && Instant::now() < end {
-        super::group::wait_any_exit(&descendants(), end);
+        super::group::wait_any_exit(&descendant_pids(), end);
     }
 }
 
@@ -307,13 +309,13 @@ fn reap_all(child: i32, status: &mut Option<i32>) {
 fn stop_descendants(grace: Duration, status: &mut Option<i32>, child: i32) {
     // Every descendant is a child of ours or below one (we are their subreaper): with no
     // child left there is nothing to look for in /proc.
-    if reap(child, status) || signal_descendants(Signal::TERM) == 0 {
+    if reap(child, status) || signal_descendants(Signal::TERM, Reach::Every) == 0 {
         return;
     }
     if wait_descendants_gone(Instant::now() + grace, status, child) {
         return;
     }
-    signal_descendants(Signal::KILL);
+    signal_descendants(Signal::KILL, Reach::Every);
     wait_descendants_gone(Instant::now() + Duration::from_secs(1), status, child);
 }
 
@@ -321,7 +323,7 @@ fn stop_descendants(grace: Duration, status: &mut Option<i32>, child: i32) {
 fn wait_descendants_gone(end: Instant, status: &mut Option<i32>, child: i32) -> bool {
     loop {
         let _ = reap(child, status);
-        let left = descendants();
+        let left = descendant_pids();
         if left.is_empty() {
             return true;
         }
@@ -332,31 +334,48 @@ fn wait_descendants_gone(end: Instant, status: &mut Option<i32>, child: i32) -> 
     }
 }
 
-/// Send `sig` to every live descendant; how many there were.
-fn signal_descendants(sig: Signal) -> usize {
-    let all = descendants();
-    for pid in all.iter().filter_map(|&p| Pid::from_raw(p)) {
+/// Send `sig` to the live descendants `reach` names; how many there were.
+fn signal_descendants(sig: Signal, reach: Reach) -> usize {
+    let own_group = rustix::process::getpgrp().as_raw_pid();
+    let mut signalled = 0;
+    for p in descendants() {
+        if reach == Reach::LeftTheGroup && p.group == own_group {
+            continue;
+        }
         // A pid gone meanwhile only gives ESRCH.
-        let _ = rustix::process::kill_process(pid, sig);
+        if let Some(pid) = Pid::from_raw(p.pid) {
+            let _ = rustix::process::kill_process(pid, sig);
+            signalled += 1;
+        }
     }
-    all.len()
+    signalled
+}
+
+/// Which descendants [`signal_descendants`] signals.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    Every,
+    /// Those in a process group other than the shim's: the ones a signal to the shim's group
+    /// did not reach.
+    LeftTheGroup,
+}
+
+fn descendant_pids() -> Vec<i32> {
+    descendants().iter().map(|p| p.pid).collect()
 }
 
 /// Every live (non-zombie) process below this one.
-fn descendants() -> Vec<i32> {
-    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+fn descendants() -> Vec<Proc> {
+    let mut children: HashMap<i32, Vec<Proc>> = HashMap::new();
     for p in Proc::all().into_iter().filter(|p| !p.zombie) {
-        children.entry(p.parent).or_default().push(p.pid);
+        children.entry(p.parent).or_default().push(p);
     }
     let mut out = Vec::new();
-    let mut seen = HashSet::new();
     let mut todo = vec![std::process::id() as i32];
-    while let Some(p) = todo.pop() {
-        for &c in children.get(&p).map(Vec::as_slice).unwrap_or(&[]) {
-            if seen.insert(c) {
-                out.push(c);
-                todo.push(c);
-            }
+    while let Some(parent) = todo.pop() {
+        for c in children.remove(&parent).unwrap_or_default() {
+            todo.push(c.pid);
+            out.push(c);
         }
     }
     out

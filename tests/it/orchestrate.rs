@@ -635,27 +635,57 @@ fn ctrl_c_stops_the_agent_group_and_leaves_files_consistent() {
 }
 
 /// A stopped agent gets the whole kill grace between TERM and KILL (`AUTOMATON_KILL_GRACE`),
-/// to save its state: here one that takes 2.5 s of a 4 s grace finishes (its watchdog
+/// to save its state: here one that takes 4.5 s of an 8 s grace finishes (its watchdog
 /// KILLed it at half the grace).
 #[test]
 fn a_stopped_agent_gets_the_whole_kill_grace() {
     let p = Project::new();
     p.write(
         "agent.sh",
-        "trap 'sleep 2.5; echo saved > \"$AUTOMATON_TASK_DIR/saved\"; exit 143' TERM\n\
+        "trap 'sleep 4.5; echo saved > \"$AUTOMATON_TASK_DIR/saved\"; exit 143' TERM\n\
          cat > /dev/null\n\
          echo started > \"$AUTOMATON_TASK_DIR/started\"\n\
          while :; do sleep 0.1; done\n",
     );
     let mut run = p
         .orchestrate_std()
-        .env("AUTOMATON_KILL_GRACE", "4s")
+        .env("AUTOMATON_KILL_GRACE", "8s")
         .args(["--agent", "sh agent.sh", "save on stop"])
         .spawn_guarded();
     wait_for(&p.join("tasks/save-on-stop/started"));
     unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
     assert_eq!(run.wait().unwrap().code(), Some(130));
     assert_eq!(p.read("tasks/save-on-stop/saved"), "saved\n");
+}
+
+/// A stopped agent is sent TERM once: the second TERM its watchdog sent after automaton's
+/// reads as "stop now, without saving" to the agents that quit at once on a second Ctrl-C. The
+/// agent here counts every TERM delivered (perl runs its handler once per delivery) and
+/// takes a second to save.
+#[test]
+fn a_stopped_agent_is_sent_term_once() {
+    let p = Project::new();
+    p.write(
+        "agent.pl",
+        r#"my $dir = $ENV{AUTOMATON_TASK_DIR};
+my $terms = 0;
+$SIG{TERM} = sub { $terms++; open(my $f, ">>", "$dir/terms"); print $f "TERM\n"; close $f };
+my @prompt = <STDIN>;
+open(my $f, ">", "$dir/started"); close $f;
+select(undef, undef, undef, 0.05) until $terms;
+select(undef, undef, undef, 0.05) for 1 .. 20;
+exit 143;
+"#,
+    );
+    let mut run = p
+        .orchestrate_std()
+        .env("AUTOMATON_KILL_GRACE", "10s")
+        .args(["--agent", "perl agent.pl", "term once"])
+        .spawn_guarded();
+    wait_for(&p.join("tasks/term-once/started"));
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert_eq!(p.read("tasks/term-once/terms"), "TERM\n");
 }
 
 #[test]
