@@ -149,7 +149,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         REFUSED,
-        "`merge` or `clean` refused, naming each reason (uncommitted changes, an unmerged branch, a dirty worktree, a conflict); nothing was changed",
+        "`merge` or `clean` refused, naming each reason (uncommitted changes, an untracked file in the way, an unmerged branch, a dirty worktree, a conflict); nothing was changed",
     ),
     (
         AGENT_NOT_FOUND,

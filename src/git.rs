@@ -89,6 +89,9 @@ pub enum Merge {
     Merged,
     /// The merge conflicted in these files and was aborted: nothing changed.
     Conflict(Vec<String>),
+    /// The merge would overwrite these untracked files, and git did not start it: nothing
+    /// changed.
+    Blocked(Vec<String>),
 }
 
 /// What a branch changes, file by file ([`Repo::diff_summary`]).
@@ -326,7 +329,8 @@ impl Repo {
     }
 
     /// Merge `branch` into what is checked out in `worktree`: fast-forward when possible, else a
-    /// merge commit. A conflict is aborted (the worktree is left as it was) and its files named.
+    /// merge commit. A conflict is aborted (the worktree is left as it was) and its files named;
+    /// so are the untracked files the merge would overwrite, which git refuses to start over.
     pub fn merge(&self, worktree: &Path, branch: &str) -> Result<Merge> {
         let head = self.head(worktree)?;
         let tip = self.branch_tip(branch).ok_or_else(|| GitError::Failed {
@@ -337,39 +341,65 @@ impl Repo {
         if self.is_ancestor(&tip, &head)? {
             return Ok(Merge::UpToDate);
         }
-        if self.is_ancestor(&head, &tip)? {
-            git(worktree, &["merge", "--quiet", "--ff-only", branch])?;
-            return Ok(Merge::FastForward);
+        let fast_forward = self.is_ancestor(&head, &tip)?;
+        let mut args: Vec<String> = Vec::new();
+        if fast_forward {
+            args.extend(["merge", "--quiet", "--ff-only", branch].map(String::from));
+        } else {
+            args = identity_args(worktree);
+            args.extend(
+                [
+                    "merge",
+                    "--quiet",
+                    "--no-ff",
+                    "--no-edit",
+                    "-m",
+                    &format!("automaton: merge {branch}"),
+                    branch,
+                ]
+                .map(String::from),
+            );
         }
-        let mut args: Vec<String> = identity_args(worktree);
-        args.extend(
-            [
-                "merge",
-                "--quiet",
-                "--no-ff",
-                "--no-edit",
-                "-m",
-                &format!("automaton: merge {branch}"),
-                branch,
-            ]
-            .map(String::from),
-        );
         let out = git_output(worktree, &args)?;
         if out.status.success() {
-            return Ok(Merge::Merged);
+            return Ok(if fast_forward {
+                Merge::FastForward
+            } else {
+                Merge::Merged
+            });
         }
         let conflicted = git(worktree, &["diff", "--name-only", "--diff-filter=U"])?;
         let files: Vec<String> = conflicted.lines().map(str::to_string).collect();
-        // Leave the worktree exactly as it was before the merge.
-        let _ = git(worktree, &["merge", "--abort"]);
-        if files.is_empty() {
-            return Err(GitError::Failed {
-                args: args.join(" "),
-                dir: worktree.display().to_string(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
+        if !files.is_empty() {
+            // Leave the worktree exactly as it was before the merge.
+            let _ = git(worktree, &["merge", "--abort"]);
+            return Ok(Merge::Conflict(files));
         }
-        Ok(Merge::Conflict(files))
+        let in_the_way = self.untracked_in(worktree, &tip)?;
+        if !in_the_way.is_empty() {
+            return Ok(Merge::Blocked(in_the_way));
+        }
+        Err(GitError::Failed {
+            args: args.join(" "),
+            dir: worktree.display().to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+
+    /// The untracked files (not ignored: git overwrites those) in `worktree` that commit
+    /// `tip` holds.
+    fn untracked_in(&self, worktree: &Path, tip: &str) -> Result<Vec<String>> {
+        let untracked = git(worktree, &["ls-files", "--others", "--exclude-standard"])?;
+        if untracked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let in_tip = git(worktree, &["ls-tree", "-r", "--name-only", tip])?;
+        let in_tip: std::collections::HashSet<&str> = in_tip.lines().collect();
+        Ok(untracked
+            .lines()
+            .filter(|f| in_tip.contains(f))
+            .map(str::to_string)
+            .collect())
     }
 
     /// A merge left half-done by a crash (`MERGE_HEAD` present): abort it, so the branch is as it

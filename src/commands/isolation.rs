@@ -87,6 +87,14 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
                 rec.branch
             )));
         }
+        Merge::Blocked(files) => {
+            return Err(Error::Refused(format!(
+                "merging {} into {current} would overwrite untracked files ({}); git did not \
+                 start the merge and nothing changed: move or remove them, then run merge again",
+                rec.branch,
+                files.join(", ")
+            )));
+        }
         Merge::UpToDate => "already merged",
         Merge::FastForward => "fast-forward",
         Merge::Merged => "merge commit",

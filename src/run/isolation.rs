@@ -349,7 +349,7 @@ impl Isolation {
         )?;
         let merged = self.repo.merge(&parent.worktree, &sub.branch)?;
         let _ = std::fs::remove_file(&mark);
-        if !matches!(merged, Merge::Conflict(_))
+        if !matches!(merged, Merge::Conflict(_) | Merge::Blocked(_))
             && !self.repo.is_ancestor(&sub.branch, &parent.branch)?
         {
             return Err(crate::git::GitError::Failed {

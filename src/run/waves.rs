@@ -433,6 +433,17 @@ pub(super) fn merge_subtask(
             parent.worktree.display(),
             parent_of(sub_rel).unwrap_or(sub_rel),
         )),
+        // The integration worktree is clean before a merge (`merge_back`): nothing untracked
+        // is in the way unless someone put it there meanwhile.
+        Ok(Merge::Blocked(files)) => Err(format!(
+            "merging {sub_rel} ({}) into {} would overwrite untracked files in its worktree {} \
+             ({}); move or remove them, then run `orchestrate --task {}` again",
+            sub.branch,
+            parent.branch,
+            parent.worktree.display(),
+            files.join(", "),
+            parent_of(sub_rel).unwrap_or(sub_rel),
+        )),
         Ok(how) => {
             if how != Merge::UpToDate {
                 run.progress.event(&Event::Merged {

@@ -429,6 +429,51 @@ fn merge_refuses_a_dirty_checkout_and_an_unfinished_task() {
         .stderr("error: no task folder tasks/nope\n");
 }
 
+/// An untracked file in the checkout where the task's branch adds one: git will not start the
+/// merge, and `merge` says so as the refusal it is (exit 23, naming the file), for a
+/// fast-forward and for a merge commit alike; the file and the branch are left as they were.
+#[test]
+fn merge_refuses_an_untracked_file_the_branch_would_overwrite() {
+    let p = repo_project();
+    let root = p.path();
+    run(&p, &plan(&[("a", 1, "-")]), RECORD_WORK)
+        .arg("p")
+        .assert()
+        .success();
+    std::fs::write(root.join("a.txt"), "mine\n").unwrap();
+    let refused = "error: merging automaton/p into main would overwrite untracked files (a.txt); \
+                   git did not start the merge and nothing changed: move or remove them, then \
+                   run merge again\n";
+    let head = git(root, &["rev-parse", "HEAD"]);
+    p.cmd()
+        .args(["merge", "p"])
+        .assert()
+        .code(23)
+        .stderr(refused);
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    // main moved on: the merge would be a merge commit, refused the same way.
+    std::fs::write(root.join("README.md"), "# changed\n").unwrap();
+    git(root, &["commit", "--quiet", "-am", "readme"]);
+    let head = git(root, &["rev-parse", "HEAD"]);
+    p.cmd()
+        .args(["merge", "p"])
+        .assert()
+        .code(23)
+        .stderr(refused);
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::read_to_string(root.join("a.txt")).unwrap(),
+        "mine\n"
+    );
+    std::fs::remove_file(root.join("a.txt")).unwrap();
+    p.cmd()
+        .args(["merge", "p"])
+        .assert()
+        .success()
+        .stdout("merged automaton/p into main (merge commit)\n");
+    assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a\n");
+}
+
 #[test]
 fn a_monorepo_sub_folder_project_runs_its_agent_in_the_same_sub_folder() {
     let p = Project::new();
