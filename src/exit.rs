@@ -93,7 +93,7 @@ pub const TABLE: &[(u8, &str)] = &[
     ),
     (
         USAGE,
-        "usage: the command line could not be parsed; an empty, blank or reserved (`continue`) request to `orchestrate`; an argument that is not valid UTF-8 (named, its bytes escaped: `argument 3 (\"tasks/a\\xFF\") is not valid UTF-8`; only the folder of `--project`/`-C` may be any bytes, and is used as the path it is)",
+        "usage: the command line could not be parsed, or a flag's value breaks its setting's rule (`--max-iterations 0`, `--jobs 0`); an empty, blank or reserved (`continue`) request to `orchestrate`; an argument that is not valid UTF-8 (named, its bytes escaped: `argument 3 (\"tasks/a\\xFF\") is not valid UTF-8`; only the folder of `--project`/`-C` may be any bytes, and is used as the path it is)",
     ),
     (
         VERDICT_FAILED,

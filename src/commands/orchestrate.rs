@@ -58,9 +58,12 @@ fn settings_with_flags(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<Setti
         (Key::Executor, args.run.executor.clone(), "--executor"),
         (Key::Sandbox, args.run.sandbox.clone(), "--sandbox"),
     ];
+    // A flag's value is checked by its setting's rule, and refused as the command line it is
+    // (exit 2, as clap refuses `--jobs 0`), not as a settings file.
     for (key, value, flag) in flags {
         if let Some(v) = value {
-            s.set(key, &v, Origin::Flag(flag))?;
+            s.set(key, &v, Origin::Flag(flag))
+                .map_err(|e| Error::Usage(e.to_string()))?;
         }
     }
     Ok(s)

@@ -882,7 +882,7 @@ fn zero_durations_are_refused() {
             p.orchestrate_cmd()
                 .args([flag, zero, "x"])
                 .assert()
-                .code(1)
+                .code(2)
                 .stderr(predicate::str::contains(format!("flag {flag}: `")))
                 .stderr(predicate::str::contains("expected a duration above 0"));
         }
@@ -891,7 +891,7 @@ fn zero_durations_are_refused() {
         .env("AUTOMATON_AGENT", crate::harness::agent_command())
         .args(["continue", "--max-phase-time", "0"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(predicate::str::contains("expected a duration above 0"));
     assert!(!p.join("tasks").exists());
     p.write(

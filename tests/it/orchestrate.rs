@@ -470,7 +470,7 @@ fn oversized_durations_and_a_description_for_continue_are_refused() {
     let p = Project::new();
     p.orchestrate()
         .args(["--max-phase-time", "99999999999999999999d", "x"])
-        .status(1)
+        .status(2)
         .stderr(
             "error: flag --max-phase-time: `Max phase time`: expected a duration that fits in 64 \
              bits of seconds, not `99999999999999999999d`\n",
