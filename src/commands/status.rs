@@ -3,7 +3,7 @@
 use super::{Ctx, out};
 use crate::cli::StatusArgs;
 use crate::report::{
-    STATUS_FORMAT_VERSION, phase_config, print_warnings, render_report, task_view_mode,
+    STATUS_FORMAT_VERSION, StatusDoc, TaskViews, phase_config, print_warnings, render_report,
 };
 use crate::settings::Settings;
 use crate::task::TaskTree;
@@ -25,6 +25,7 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
     // Auto-Execute says what `orchestrate` would do: run the next steps (Autopilot: Enabled),
     // or leave them to a person, one `--step` at a time (Disabled).
     let autopilot = settings.bool(crate::settings::Key::Autopilot);
+    let holder = crate::store::lock::holding(&ctx.project);
     if args.json {
         let warnings: Vec<String> = settings
             .warnings
@@ -33,27 +34,11 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
             .chain(&tree.warnings)
             .cloned()
             .collect();
-        // The same document as `StatusDoc`, streamed: one task's view at a time, so memory
-        // does not grow with the size of the output.
-        #[derive(serde::Serialize)]
-        struct Streamed<'a> {
-            version: u32,
-            project: String,
-            tasks: Views<'a>,
-            warnings: &'a [String],
-        }
-        struct Views<'a>(&'a TaskTree, &'a str, bool);
-        impl serde::Serialize for Views<'_> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq(
-                    (0..self.0.nodes.len()).map(|i| task_view_mode(self.0, i, self.1, self.2)),
-                )
-            }
-        }
-        let doc = Streamed {
+        let doc = StatusDoc {
             version: STATUS_FORMAT_VERSION,
             project: ctx.project.display().to_string(),
-            tasks: Views(&tree, &prefix, !autopilot),
+            run: holder,
+            tasks: TaskViews(&tree, &prefix, !autopilot),
             warnings: &warnings,
         };
         out::json_pretty(&doc)?;
@@ -65,6 +50,14 @@ pub fn status_command(ctx: &Ctx, args: &StatusArgs) -> super::Result<u8> {
             ctx.project.display()
         ))?;
     } else {
+        if let Some(h) = &holder {
+            // What the report offers waits for that run: say so before a command is refused.
+            out::println(format_args!(
+                "A run drives this project now ({}): `{prefix} watch` follows it; orchestrate, \
+                 answer, reject, rerun, merge and clean wait until it ends (exit 75 before).\n",
+                h.describe()
+            ))?;
+        }
         out::print(render_report(&tree, &prefix, autopilot, false))?;
         print_vram_needs(&settings, &tree)?;
     }

@@ -280,13 +280,27 @@ pub struct BudgetView {
     pub exceeded: bool,
 }
 
-/// The `status --json` document.
-#[derive(Debug, Serialize)]
+/// The `status --json` document, streamed: one task's view at a time, so memory does not
+/// grow with the size of the output.
+#[derive(Serialize)]
 pub struct StatusDoc<'a> {
     pub version: u32,
     pub project: String,
-    pub tasks: Vec<TaskView>,
+    /// The run that holds the project now (`null` when none does).
+    pub run: Option<crate::store::lock::Holder>,
+    pub tasks: TaskViews<'a>,
     pub warnings: &'a [String],
+}
+
+/// Every task's view, built as it is written: the tree, the command prefix, and whether the
+/// commands are manual mode's (`--step`).
+pub struct TaskViews<'a>(pub &'a TaskTree, pub &'a str, pub bool);
+
+impl Serialize for TaskViews<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let TaskViews(tree, prefix, step) = *self;
+        s.collect_seq((0..tree.nodes.len()).map(|i| task_view_mode(tree, i, prefix, step)))
+    }
 }
 
 /// A parent's view of its sub-tasks.

@@ -147,7 +147,7 @@ impl Wait {
             (WaitingFor::Nothing, _) => return None,
             (WaitingFor::Person, Some(d)) => format!("a person ({})", d.ask()),
             (WaitingFor::Person, None) => "a person".into(),
-            (WaitingFor::Agent, _) => "its agent (running now)".into(),
+            (WaitingFor::Agent, _) => "its agent".into(),
             (WaitingFor::Dependency, _) => "a dependency".into(),
         };
         Some(match &self.why {
@@ -281,10 +281,7 @@ pub fn wait_from(tree: &TaskTree, i: usize, f: &Facts) -> Wait {
     if node.snap.has_logs
         && let Some(r) = running_agent(&node.dir.join("logs"))
     {
-        return Wait::on(
-            WaitingFor::Agent,
-            format!("its agent is running (pid {})", r.pid),
-        );
+        return Wait::on(WaitingFor::Agent, format!("running now (pid {})", r.pid));
     }
     Wait::nothing()
 }

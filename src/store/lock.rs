@@ -152,7 +152,7 @@ fn kernel_holder(dir: &File) -> Option<u32> {
 }
 
 /// Who holds (or last held) the lock, as the lock file says.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Holder {
     pub pid: Option<u32>,
     /// Start time, in seconds since the Unix epoch.
@@ -160,9 +160,9 @@ pub struct Holder {
     pub command: Option<String>,
 }
 
-/// Read the lock file's holder details without taking the lock (`watch`). The file outlives
-/// its holder: whether that process still runs is the caller's question.
-pub fn read_holder(project: &Path) -> Option<Holder> {
+/// Read the lock file's holder details. The file outlives its holder: whether that process
+/// still holds the lock is [`holding`]'s question.
+fn read_holder(project: &Path) -> Option<Holder> {
     let text = fs::read_to_string(project.join(".automaton").join("lock")).ok()?;
     let (pid, since, command) = parse_holder(&text);
     Some(Holder {
@@ -170,6 +170,28 @@ pub fn read_holder(project: &Path) -> Option<Holder> {
         since,
         command,
     })
+}
+
+/// Who holds the lock on `project` now, without taking it (`status`): the kernel's lock table
+/// says whether anyone does, the holder file who (when it names the same process).
+pub fn holding(project: &Path) -> Option<Holder> {
+    let kernel = kernel_holder(&File::open(project).ok()?)?;
+    Some(
+        read_holder(project)
+            .filter(|h| h.pid == Some(kernel))
+            .unwrap_or(Holder {
+                pid: Some(kernel),
+                since: None,
+                command: None,
+            }),
+    )
+}
+
+impl Holder {
+    /// `pid 42, started 3m ago: automaton orchestrate x`.
+    pub fn describe(&self) -> String {
+        held_who(self.pid, self.since, self.command.as_deref())
+    }
 }
 
 /// Parse `pid: N`, `started: SECS`, `command: ...` lines; a bare number is taken as the pid.
@@ -191,6 +213,13 @@ fn parse_holder(text: &str) -> (Option<u32>, Option<u64>, Option<String>) {
 }
 
 fn held_message(pid: Option<u32>, since: Option<u64>, command: Option<&str>) -> String {
+    format!(
+        "another automaton ({}) is driving this project",
+        held_who(pid, since, command)
+    )
+}
+
+fn held_who(pid: Option<u32>, since: Option<u64>, command: Option<&str>) -> String {
     let mut who = match pid {
         Some(p) => format!("pid {p}"),
         None => "pid unknown".to_string(),
@@ -205,7 +234,7 @@ fn held_message(pid: Option<u32>, since: Option<u64>, command: Option<&str>) -> 
         who.push_str(": ");
         who.push_str(c);
     }
-    format!("another automaton ({who}) is driving this project")
+    who
 }
 
 /// "42s", "5m", "3h12m", "2d4h".

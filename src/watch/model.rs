@@ -419,7 +419,7 @@ impl Model {
 
     /// Read the lock holder again.
     pub fn reload_run(&mut self) {
-        let holder = lock::read_holder(&self.project).filter(|h| h.pid.is_some_and(pid_alive));
+        let holder = lock::holding(&self.project);
         let cmd = holder
             .as_ref()
             .and_then(|h| h.command.clone())

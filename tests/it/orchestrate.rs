@@ -600,6 +600,31 @@ fn second_orchestrator_is_refused_by_the_lock() {
         .status_any()
         .run();
     assert_ne!(dry.code, Some(75), "{}", dry.stderr);
+    // status offers no command that the lock refuses: the task whose agent runs now is
+    // followed (`orchestrate --task` was offered, and exited 75).
+    let doc = p.status_json();
+    assert_eq!(doc["run"]["pid"], first.id());
+    let task = &doc["tasks"][0];
+    assert_eq!(task["waiting_for"], "agent");
+    assert_eq!(task["command"], "automaton logs tasks/locked -f");
+    // The text report says, above the tasks, which commands wait for that run.
+    p.test()
+        .args(["status"])
+        .stdout_regex(&format!(
+            concat!(
+                r"^A run drives this project now \(pid {}, started \d+s ago: .* orchestrate ",
+                r"locked\): `automaton watch` follows it; orchestrate, answer, reject, rerun, ",
+                r"merge and clean wait until it ends \(exit 75 before\)\.\n\n\*\*Task: ",
+                r"tasks/locked\*\*"
+            ),
+            first.id()
+        ))
+        .run();
+    p.test()
+        .args(["logs", "tasks/locked"])
+        .stdout_any()
+        .stderr_any()
+        .run();
     unsafe { libc::kill(first.id() as i32, libc::SIGTERM) };
     assert_eq!(first.wait().unwrap().code(), Some(130));
 }
