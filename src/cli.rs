@@ -85,8 +85,9 @@ pub enum Command {
     DetectVram(DetectVramArgs),
     /// Print the task graph (tasks, sub-tasks, dependencies) as Mermaid or Graphviz DOT
     Graph(GraphArgs),
-    /// Merge a completed task's integration branch into the branch checked out in the project
-    /// root (isolation `worktree`; fast-forward when possible, never with force)
+    /// Merge a completed task's integration branch into the branch it was made from, checked
+    /// out in the project root (isolation `worktree`; fast-forward when possible, never with
+    /// force)
     Merge(MergeArgs),
     /// Remove the worktrees and merged branches of finished tasks (isolation `worktree`);
     /// refuses dirty worktrees and unmerged branches, never deletes orphans

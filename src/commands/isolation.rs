@@ -70,6 +70,16 @@ pub fn merge_command(ctx: &Ctx, args: &MergeArgs) -> super::Result<u8> {
             "the project root is on a detached HEAD: check out the branch to merge into".into(),
         ));
     };
+    // status, the merge gate and clean all ask whether the branch is in the task's base
+    // branch: merged into another, it would be offered for merging again, and kept by clean.
+    if let Some(base) = rec.base_branch.as_ref().filter(|b| **b != current) {
+        return Err(Error::Refused(format!(
+            "{rel} was branched from {base}, and {current} is checked out: check out {base} to \
+             merge it there (status and clean measure it against {base}), or take it into \
+             {current} by hand with `git merge {}`",
+            rec.branch
+        )));
+    }
     let dirty = repo.uncommitted(&repo.top)?;
     if !dirty.is_empty() {
         return Err(Error::Refused(format!(

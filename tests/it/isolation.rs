@@ -474,6 +474,38 @@ fn merge_refuses_an_untracked_file_the_branch_would_overwrite() {
     assert_eq!(std::fs::read_to_string(root.join("a.txt")).unwrap(), "a\n");
 }
 
+/// `merge` takes a task into the branch it was made from, which status, the merge gate and
+/// clean measure it against: with another branch checked out it is refused (exit 23) and
+/// nothing moves (merged there, status offered the merge again and clean kept the branch).
+#[test]
+fn merge_refuses_a_branch_other_than_the_tasks_base() {
+    let p = repo_project();
+    let root = p.path();
+    run(&p, &plan(&[("a", 1, "-")]), RECORD_WORK)
+        .arg("p")
+        .assert()
+        .success();
+    git(root, &["checkout", "--quiet", "-b", "release"]);
+    let head = git(root, &["rev-parse", "HEAD"]);
+    p.cmd().args(["merge", "p"]).assert().code(23).stderr(
+        "error: tasks/p was branched from main, and release is checked out: check out main to \
+         merge it there (status and clean measure it against main), or take it into release by \
+         hand with `git merge automaton/p`\n",
+    );
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        p.status_json()["tasks"][0]["merge_command"],
+        "automaton merge tasks/p"
+    );
+    git(root, &["checkout", "--quiet", "main"]);
+    p.cmd()
+        .args(["merge", "p"])
+        .assert()
+        .success()
+        .stdout("merged automaton/p into main (fast-forward)\n");
+    assert_eq!(p.status_json()["tasks"][0]["merged"], true);
+}
+
 #[test]
 fn a_monorepo_sub_folder_project_runs_its_agent_in_the_same_sub_folder() {
     let p = Project::new();
