@@ -168,7 +168,8 @@ fn cells(line: &str) -> Vec<String> {
         .collect()
 }
 
-fn header_columns(cells: &[String]) -> Option<Columns> {
+/// The columns a table's header names (any table's: see [`Columns::of_subtasks`]).
+fn header_columns(cells: &[String]) -> Columns {
     let mut c = Columns::default();
     for (i, cell) in cells.iter().enumerate() {
         let h: String = cell
@@ -191,7 +192,14 @@ fn header_columns(cells: &[String]) -> Option<Columns> {
             _ => {}
         }
     }
-    (c.name.is_some() && c.wave.is_some()).then_some(c)
+    c
+}
+
+impl Columns {
+    /// Whether these are a sub-task table's: it names a `Sub-task` and a `Wave` column.
+    fn of_subtasks(&self) -> bool {
+        self.name.is_some() && self.wave.is_some()
+    }
 }
 
 fn is_separator(cells: &[String]) -> bool {
@@ -211,7 +219,7 @@ fn list(cell: &str) -> Vec<String> {
         .collect()
 }
 
-/// A row as read, before the graph is checked: its wave is `None` when its cell is bad.
+/// A row as read, before the graph is checked: `wave_ok` is false when its cell is bad.
 struct Read {
     row: SubtaskRow,
     wave_ok: bool,
@@ -221,122 +229,19 @@ struct Read {
 /// the text: each line is split once, and names are looked up in a hash map.
 pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
     let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
-    let (header_line, cols) = loop {
-        let Some((n, line)) = lines.next() else {
-            return err(
-                0,
-                "no sub-task table (expected a header like `| Sub-task | Wave | Depends on | Estimated peak context |`)",
-            );
-        };
-        if line.trim_start().starts_with('|')
-            && let Some(c) = header_columns(&cells(line))
-        {
-            break (n, c);
-        }
-    };
-    let Some(deps_col) = cols.deps else {
-        return err(header_line, "the table has no `Depends on` column");
-    };
-    let name_col = cols.name.unwrap_or(0);
-    let wave_col = cols.wave.unwrap_or(1);
-    let mut problems: Vec<Problem> = Vec::new();
-    let mut problem = |line: usize, message: String| problems.push(Problem { line, message });
-    let mut rows: Vec<Read> = Vec::new();
-    // Name -> index in `rows`, and the line of each name seen (duplicates say where).
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let (header_line, cols) = find_header(&mut lines)?;
+    let mut table = Table::new(cols);
     for (i, line) in lines.by_ref() {
         if !line.trim_start().starts_with('|') {
             break;
         }
-        let cs = cells(line);
-        if is_separator(&cs) {
-            continue;
-        }
-        let cell = |col: Option<usize>| {
-            col.and_then(|c| cs.get(c))
-                .map(String::as_str)
-                .unwrap_or("")
-        };
-        let name = cell(Some(name_col)).to_string();
-        let mut name_ok = true;
-        if name.is_empty() {
-            problem(i, "cell `Sub-task` is empty".into());
-            name_ok = false;
-        } else if !is_kebab(&name) {
-            problem(
-                i,
-                format!(
-                    "cell `Sub-task`: `{name}` is not a kebab-case name (try `{}`)",
-                    crate::names::kebab(&name)
-                ),
-            );
-            name_ok = false;
-        }
-        let wave_text = cell(Some(wave_col));
-        let wave = match wave_text
-            .trim_start_matches(|c: char| c.is_alphabetic() || c == ' ')
-            .parse::<u32>()
-        {
-            Ok(w) if w > 0 => Some(w),
-            _ => {
-                problem(
-                    i,
-                    format!("cell `Wave`: `{wave_text}` is not a wave number (1, 2, ...)"),
-                );
-                None
-            }
-        };
-        let est_text = cell(cols.estimate);
-        let estimate = if list(est_text).is_empty() {
-            None
-        } else {
-            let tokens_text = est_text.trim_start_matches('~');
-            match crate::settings::value::parse_tokens(tokens_text) {
-                Ok(t) => t,
-                Err(_) => {
-                    problem(
-                        i,
-                        format!(
-                            "cell `Estimated peak context`: `{est_text}` is not a token count like 6k"
-                        ),
-                    );
-                    None
-                }
-            }
-        };
-        if !name.is_empty() {
-            if let Some(prev) = seen.get(&name) {
-                problem(
-                    i,
-                    format!("sub-task `{name}` is listed twice (also on line {prev})"),
-                );
-                continue;
-            }
-            seen.insert(name.clone(), i);
-        }
-        if !name_ok {
-            continue;
-        }
-        index.insert(name.clone(), rows.len());
-        rows.push(Read {
-            row: SubtaskRow {
-                name,
-                wave: wave.unwrap_or(0),
-                depends_on: list(cell(Some(deps_col))),
-                estimate,
-                files: list(cell(cols.files)),
-                scope: cell(cols.scope).to_string(),
-                line: i,
-            },
-            wave_ok: wave.is_some(),
-        });
+        table.read_row(i, line);
     }
     // Only one table is read: the rows of another would be dropped without a word (an agent
     // may well write one table per wave).
     for (n, line) in lines {
-        if line.trim_start().starts_with('|') && header_columns(&cells(line)).is_some() {
-            problem(
+        if line.trim_start().starts_with('|') && header_columns(&cells(line)).of_subtasks() {
+            table.problem(
                 n,
                 format!(
                     "a second sub-task table (the first starts on line {header_line}): every \
@@ -345,6 +250,13 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
             );
         }
     }
+    let Table {
+        rows,
+        index,
+        seen,
+        mut problems,
+        ..
+    } = table;
     if rows.is_empty() && problems.is_empty() {
         return err(header_line, "the sub-task table has no rows");
     }
@@ -358,6 +270,182 @@ pub fn parse_decomposition(text: &str) -> Result<Plan, PlanError> {
         rows: rows.into_iter().map(|r| r.row).collect(),
         index,
     })
+}
+
+/// The first table row that is a sub-task table's header (it names a `Sub-task` and a `Wave`
+/// column, and needs a `Depends on` one): its line and columns.
+fn find_header<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+) -> Result<(usize, TableColumns), PlanError> {
+    let expected = "expected a header like `| Sub-task | Wave | Depends on | Estimated peak \
+                    context |`";
+    // A table of sub-tasks and their dependencies without a Wave column is, when no other
+    // table is the plan, the plan wrongly headed: said at its line.
+    let mut without_wave = None;
+    for (n, line) in lines {
+        if !line.trim_start().starts_with('|') {
+            continue;
+        }
+        let c = header_columns(&cells(line));
+        let (Some(name), Some(wave)) = (c.name, c.wave) else {
+            if c.name.is_some() && c.deps.is_some() {
+                without_wave.get_or_insert(n);
+            }
+            continue;
+        };
+        let Some(deps) = c.deps else {
+            return err(n, "the table has no `Depends on` column");
+        };
+        let columns = TableColumns {
+            name,
+            wave,
+            deps,
+            rest: c,
+        };
+        return Ok((n, columns));
+    }
+    match without_wave {
+        Some(n) => err(n, format!("the table has no `Wave` column ({expected})")),
+        None => err(0, format!("no sub-task table ({expected})")),
+    }
+}
+
+/// The columns of a sub-task table: the three it must have, and the optional ones.
+struct TableColumns {
+    name: usize,
+    wave: usize,
+    deps: usize,
+    rest: Columns,
+}
+
+/// A sub-task table as its rows are read: the rows, the problems, and the names seen.
+struct Table {
+    cols: TableColumns,
+    rows: Vec<Read>,
+    /// Name -> index in `rows`, for the rows whose name is good.
+    index: HashMap<String, usize>,
+    /// The line of each name seen (duplicates say where).
+    seen: HashMap<String, usize>,
+    problems: Vec<Problem>,
+}
+
+impl Table {
+    fn new(cols: TableColumns) -> Table {
+        Table {
+            cols,
+            rows: Vec::new(),
+            index: HashMap::new(),
+            seen: HashMap::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    fn problem(&mut self, line: usize, message: String) {
+        self.problems.push(Problem { line, message });
+    }
+
+    /// Read row `i`: its problems are recorded, and a row with a good name is kept.
+    fn read_row(&mut self, i: usize, line: &str) {
+        let cs = cells(line);
+        if is_separator(&cs) {
+            return;
+        }
+        let cell = |col: Option<usize>| {
+            col.and_then(|c| cs.get(c))
+                .map(String::as_str)
+                .unwrap_or("")
+        };
+        let name = cell(Some(self.cols.name)).to_string();
+        let name_ok = self.check_name(i, &name);
+        let wave = self.wave(i, cell(Some(self.cols.wave)));
+        let estimate = self.estimate(i, cell(self.cols.rest.estimate));
+        let depends_on = self.dependencies(i, cell(Some(self.cols.deps)));
+        if !name.is_empty() {
+            if let Some(prev) = self.seen.get(&name) {
+                let message = format!("sub-task `{name}` is listed twice (also on line {prev})");
+                self.problem(i, message);
+                return;
+            }
+            self.seen.insert(name.clone(), i);
+        }
+        if !name_ok {
+            return;
+        }
+        self.index.insert(name.clone(), self.rows.len());
+        self.rows.push(Read {
+            row: SubtaskRow {
+                name,
+                wave: wave.unwrap_or(0),
+                depends_on,
+                estimate,
+                files: list(cell(self.cols.rest.files)),
+                scope: cell(self.cols.rest.scope).to_string(),
+                line: i,
+            },
+            wave_ok: wave.is_some(),
+        });
+    }
+
+    /// Whether `name` is a good sub-task name (else the problem is recorded).
+    fn check_name(&mut self, i: usize, name: &str) -> bool {
+        if name.is_empty() {
+            self.problem(i, "cell `Sub-task` is empty".into());
+            return false;
+        }
+        if !is_kebab(name) {
+            let message = format!(
+                "cell `Sub-task`: `{name}` is not a kebab-case name (try `{}`)",
+                crate::names::kebab(name)
+            );
+            self.problem(i, message);
+            return false;
+        }
+        true
+    }
+
+    fn wave(&mut self, i: usize, text: &str) -> Option<u32> {
+        match text
+            .trim_start_matches(|c: char| c.is_alphabetic() || c == ' ')
+            .parse::<u32>()
+        {
+            Ok(w) if w > 0 => Some(w),
+            _ => {
+                let message = format!("cell `Wave`: `{text}` is not a wave number (1, 2, ...)");
+                self.problem(i, message);
+                None
+            }
+        }
+    }
+
+    fn estimate(&mut self, i: usize, text: &str) -> Option<u64> {
+        if list(text).is_empty() {
+            return None;
+        }
+        match crate::settings::value::parse_tokens(text.trim_start_matches('~')) {
+            Ok(t) => t,
+            Err(_) => {
+                let message =
+                    format!("cell `Estimated peak context`: `{text}` is not a token count like 6k");
+                self.problem(i, message);
+                None
+            }
+        }
+    }
+
+    /// The dependencies named in `text`, each once (one named twice is a slip of the plan's
+    /// author, said at its line).
+    fn dependencies(&mut self, i: usize, text: &str) -> Vec<String> {
+        let mut named = std::collections::HashSet::new();
+        let mut out: Vec<String> = Vec::new();
+        for d in list(text) {
+            if named.insert(d.clone()) {
+                out.push(d);
+            } else {
+                self.problem(i, format!("cell `Depends on`: `{d}` is named twice"));
+            }
+        }
+        out
+    }
 }
 
 /// Every problem of the dependency graph (`listed`: every name in the table, also those with
@@ -682,7 +770,22 @@ mod tests {
         assert!(
             e("| a | 1 | - | lots | - | x |\n").contains("line 5: cell `Estimated peak context`")
         );
+        assert_eq!(
+            e("| a | 1 | - | 6k | - | x |\n| b | 2 | a, a | 6k | - | x |\n"),
+            "line 6: cell `Depends on`: `a` is named twice"
+        );
         assert!(e("").contains("no rows"));
+        // A table of sub-tasks headed without a Wave column is named at its line; the same
+        // table before the plan is prose.
+        let no_wave = "# Plan\n\n| Sub-task | Depends on |\n|---|---|\n| a | - |\n";
+        assert!(
+            parse_decomposition(no_wave)
+                .unwrap_err()
+                .to_string()
+                .starts_with("line 3: the table has no `Wave` column (expected a header like"),
+        );
+        let plan = parse_decomposition(&format!("{no_wave}\n{HEADER}| a | 1 | - | 6k | - | x |\n"));
+        assert_eq!(plan.unwrap().rows.len(), 1);
         assert!(
             parse_decomposition("just prose\n")
                 .unwrap_err()
