@@ -96,22 +96,7 @@ fn describe(
             None,
         ),
         Action::Complete => planned("none", None, "complete".into(), None),
-        Action::Verify => {
-            let command = crate::settings::value::redact(run.verify_command.unwrap_or_default());
-            let why = if node
-                .snap
-                .artifacts
-                .contains(crate::state::Artifact::Verdict)
-            {
-                format!("the PASS verdict counts once the verify command `{command}` passes")
-            } else {
-                format!(
-                    "the verify command `{command}` has not passed after this implementation: \
-                     it runs before the phases after implement"
-                )
-            };
-            planned("verify", None, why, None)
-        }
+        Action::Verify => planned("verify", None, verify_why(run, node), None),
         Action::Human(kind) => planned(
             "stop",
             None,
@@ -168,6 +153,24 @@ fn describe(
             let (kind, reason) = stop_reason(run, &node.rel, &node.dir, node, action);
             planned("stop", None, reason, Some(kind.code()))
         }
+    }
+}
+
+/// Why the verify command runs next: to accept a PASS verdict, or before the phases after
+/// implement.
+fn verify_why(run: &Run<'_>, node: &crate::task::TaskNode) -> String {
+    let command = crate::settings::value::redact(run.verify_command.unwrap_or_default());
+    if node
+        .snap
+        .artifacts
+        .contains(crate::state::Artifact::Verdict)
+    {
+        format!("the PASS verdict counts once the verify command `{command}` passes")
+    } else {
+        format!(
+            "the verify command `{command}` has not passed after this implementation: it runs \
+             before the phases after implement"
+        )
     }
 }
 
