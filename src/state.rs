@@ -573,7 +573,63 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
         .filter(|c| !plan.iter().any(|p| p.name == c.name))
         .map(|c| c.name.clone())
         .collect();
+    let blocked = blocked_subtasks(plan, &child);
+    let mut counts = Counts::default();
+    let mut failures = Vec::new();
+    for p in plan {
+        let c = child(&p.name);
+        if blocked.iter().any(|(b, _)| *b == p.name) {
+            counts.blocked += 1;
+            continue;
+        }
+        match c.map(|c| (c.state, c.verdict)) {
+            Some((State::Complete, _)) => counts.pass += 1,
+            Some((State::HumanIntervention, Some(Verdict::Fail))) => {
+                counts.fail += 1;
+                failures.push((p.name.clone(), Some("FAIL")));
+            }
+            Some((State::HumanIntervention, Some(Verdict::NeedsReview))) => {
+                counts.needs_review += 1;
+                failures.push((p.name.clone(), Some("NEEDS_REVIEW")));
+            }
+            Some((State::HumanIntervention, _)) => {
+                counts.stopped += 1;
+                // Stopped before its referee: a verdict it does not have is not named.
+                failures.push((p.name.clone(), None));
+            }
+            _ => {
+                counts.pending += 1;
+                d.waiting_on.push(p.name.clone());
+            }
+        }
+    }
+    d.blocked = blocked;
+    d.counts = Some(counts);
+    if counts.pending > 0 {
+        return d;
+    }
+    if let Some((name, what)) = failures.first() {
+        d.state = State::HumanIntervention;
+        d.cause = Some(Cause::Subtasks);
+        d.reason = Some(subtasks_failed(name, *what, verdict.as_ref(), counts));
+        return d;
+    }
+    if let Some(Err(why)) = verdict {
+        d.state = State::HumanIntervention;
+        d.cause = Some(Cause::MalformedVerdict);
+        d.reason = Some(format!("VERDICT.md is malformed: {why}"));
+        return d;
+    }
+    d.state = State::Complete;
+    d
+}
 
+/// The sub-tasks of `plan` that are blocked, each with the dependency that blocks it, in plan
+/// order.
+fn blocked_subtasks<'a>(
+    plan: &[PlannedSubtask],
+    child: &impl Fn(&str) -> Option<&'a ChildFacts>,
+) -> Vec<(String, String)> {
     // A sub-task is blocked when something it depends on ended without a PASS, or is itself
     // blocked. Iterate to a fixpoint: the plan is small and was checked acyclic by its parser.
     let failed = |name: &str| child(name).is_some_and(|c| c.state == State::HumanIntervention);
@@ -600,58 +656,31 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
         }
     }
     blocked.sort_by_key(|(name, _)| plan.iter().position(|p| p.name == *name));
+    blocked
+}
 
-    let mut counts = Counts::default();
-    let mut failures = Vec::new();
-    for p in plan {
-        let c = child(&p.name);
-        if blocked.iter().any(|(b, _)| *b == p.name) {
-            counts.blocked += 1;
-            continue;
-        }
-        match c.map(|c| (c.state, c.verdict)) {
-            Some((State::Complete, _)) => counts.pass += 1,
-            Some((State::HumanIntervention, Some(Verdict::Fail))) => {
-                counts.fail += 1;
-                failures.push((p.name.clone(), "FAIL"));
-            }
-            Some((State::HumanIntervention, Some(Verdict::NeedsReview))) => {
-                counts.needs_review += 1;
-                failures.push((p.name.clone(), "NEEDS_REVIEW"));
-            }
-            Some((State::HumanIntervention, _)) => {
-                counts.stopped += 1;
-                failures.push((p.name.clone(), "no passing verdict"));
-            }
-            _ => {
-                counts.pending += 1;
-                d.waiting_on.push(p.name.clone());
-            }
-        }
-    }
-    d.blocked = blocked;
-    d.counts = Some(counts);
-    if counts.pending > 0 {
-        return d;
-    }
-    if let Some((name, what)) = failures.first() {
-        d.state = State::HumanIntervention;
-        d.cause = Some(Cause::Subtasks);
-        d.reason = Some(match verdict {
-            Some(Ok(Verdict::Pass)) => format!(
-                "Parent task VERDICT.md says PASS, but sub-task {name} has VERDICT.md with {what}. \
+/// Why a parent whose sub-tasks all ended stops: the first one that did not pass (`what`: its
+/// verdict, or `None` when it stopped before its referee), said against the parent's own.
+fn subtasks_failed(
+    name: &str,
+    what: Option<&str>,
+    verdict: Option<&Result<Verdict, String>>,
+    counts: Counts,
+) -> String {
+    match (verdict, what) {
+        (Some(Ok(Verdict::Pass)), Some(what)) => format!(
+            "Parent task VERDICT.md says PASS, but sub-task {name} has VERDICT.md with {what}. \
                  Create a fix task for the failing sub-task. ({counts})"
-            ),
-            _ => format!("sub-tasks did not all pass ({counts}); first: {name} ({what})"),
-        });
-        return d;
+        ),
+        (Some(Ok(Verdict::Pass)), None) => format!(
+            "Parent task VERDICT.md says PASS, but sub-task {name} stopped for a person \
+                 before its verdict. ({counts})"
+        ),
+        (_, Some(what)) => {
+            format!("sub-tasks did not all pass ({counts}); first: {name} ({what})")
+        }
+        (_, None) => {
+            format!("sub-tasks did not all pass ({counts}); first: {name} (stopped for a person)")
+        }
     }
-    if let Some(Err(why)) = verdict {
-        d.state = State::HumanIntervention;
-        d.cause = Some(Cause::MalformedVerdict);
-        d.reason = Some(format!("VERDICT.md is malformed: {why}"));
-        return d;
-    }
-    d.state = State::Complete;
-    d
 }

@@ -273,6 +273,35 @@ fn parent_aggregation() {
         "Parent task VERDICT.md says PASS, but sub-task b has VERDICT.md with NEEDS_REVIEW"
     ));
 
+    // A sub-task stopped before its referee (questions, an agent's failure) has no verdict,
+    // and none is named.
+    let d = parent(
+        &[
+            pass("a"),
+            child("b", State::HumanIntervention, None),
+            pass("c"),
+        ],
+        &p,
+        None,
+    );
+    assert_eq!(
+        d.reason.unwrap(),
+        "sub-tasks did not all pass (PASS: 2, FAIL: 0, NEEDS_REVIEW: 0, STOPPED: 1); first: b \
+         (stopped for a person)"
+    );
+    let d = parent(
+        &[
+            pass("a"),
+            child("b", State::HumanIntervention, None),
+            pass("c"),
+        ],
+        &p,
+        Some(Verdict::Pass),
+    );
+    assert!(d.reason.unwrap().starts_with(
+        "Parent task VERDICT.md says PASS, but sub-task b stopped for a person before its verdict"
+    ));
+
     // Still running: the parent waits, and says on what.
     let d = parent(
         &[
