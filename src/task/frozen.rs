@@ -51,6 +51,13 @@ pub fn acceptance_list(plan: &str) -> Vec<String> {
         };
         let path = match item.split('`').nth(1) {
             Some(code) if item.contains('`') => code.trim().to_string(),
+            // `- none` (or `- n/a`) says the list is empty: no file is called that.
+            _ if ["none", "n/a", "-", "—"]
+                .iter()
+                .any(|w| item.trim_end_matches('.').eq_ignore_ascii_case(w)) =>
+            {
+                continue;
+            }
             _ => item
                 .split_whitespace()
                 .next()
@@ -299,6 +306,9 @@ mod tests {
             ]
         );
         assert!(acceptance_list("## Strategy\n- a.rs\n").is_empty());
+        // A list that says it is empty names no file; a file called so is in code.
+        assert!(acceptance_list("## Acceptance tests\n- None.\n- n/a\n").is_empty());
+        assert_eq!(acceptance_list("## Acceptance tests\n- `none`\n"), ["none"]);
     }
 
     #[test]
