@@ -269,6 +269,9 @@ impl Settings {
             self.warnings
                 .push(format!("{}:{line}: {msg}", path.display()));
         }
+        // Where each setting was set in this file: set again, the later line wins, and the
+        // earlier one is said to count no more.
+        let mut set_at: Vec<(Key, usize)> = Vec::new();
         for b in markdown::parse_bullets(&text) {
             // config.md may hold an `## Agent` section too (e.g. `Verify command`); within a
             // layer, .agent.md is read last and wins.
@@ -282,6 +285,18 @@ impl Settings {
             });
             match spec {
                 Some(spec) => {
+                    match set_at.iter_mut().find(|(k, _)| *k == spec.setting) {
+                        Some((_, earlier)) => {
+                            self.warnings.push(format!(
+                                "{}:{}: `{}` is set again (line {earlier} no longer counts)",
+                                path.display(),
+                                b.line,
+                                spec.key
+                            ));
+                            *earlier = b.line;
+                        }
+                        None => set_at.push((spec.setting, b.line)),
+                    }
                     let origin = Origin::File {
                         path: path.to_path_buf(),
                         line: b.line,

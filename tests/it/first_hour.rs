@@ -729,6 +729,24 @@ fn misspelled_sections_and_keys_get_a_did_you_mean() {
     );
 }
 
+/// A setting set twice in one file: the later line wins, and the earlier is said to count no
+/// more (`config` names the line that counts).
+#[test]
+fn a_setting_set_twice_in_one_file_is_named() {
+    let err = warnings_for(
+        "## Limits\n- **Max iterations**: 5\n- **Max iterations**: 7\n",
+        "## Agent\n- **Agent command**: ./a.sh\n- **agent command**: ./b.sh\n",
+    );
+    assert!(
+        err.contains("config.md:3: `Max iterations` is set again (line 2 no longer counts)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(".agent.md:3: `Agent command` is set again (line 2 no longer counts)"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_setting_in_the_wrong_file_or_without_bullet_form_is_named() {
     let err = warnings_for(
