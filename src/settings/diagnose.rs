@@ -68,10 +68,13 @@ pub fn key_hint(key: &str, section: &str, file: SettingsFile) -> String {
     }
 }
 
+/// A heading of a settings file: its line, level (`##` is 2) and name.
+type Heading = (usize, usize, String);
+
 /// The warnings for config.md's headings automaton does not know: a did-you-mean, or where
 /// the known settings under one belong.
 fn unknown_sections(
-    headings: &[(usize, usize, String)],
+    headings: &[Heading],
     bullets: &[super::markdown::Bullet],
 ) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -118,10 +121,28 @@ fn unknown_sections(
 /// The warnings for one settings file: `(line, message)`.
 pub fn diagnose(text: &str, file: SettingsFile) -> Vec<(usize, String)> {
     let bullets = parse_bullets(text);
-    let mut out = Vec::new();
+    let (headings, mut out) = scan_lines(text, &bullets);
+    // Sections: in config.md, one automaton does not know hides its settings.
+    if file == SettingsFile::ConfigMd {
+        out.extend(unknown_sections(&headings, &bullets));
+    }
+    out.extend(
+        bullets
+            .iter()
+            .filter_map(|b| skipped_bullet(b, file).map(|msg| (b.line, msg))),
+    );
+    out.sort_by_key(|(line, _)| *line);
+    out
+}
 
-    // Headings and plain `Key: value` lines, outside code fences and HTML comments.
-    let mut headings: Vec<(usize, usize, String)> = Vec::new(); // (line, level, name)
+/// The headings `(line, level, name)` of a settings file, and a warning for each plain
+/// `Key: value` line that names a known setting: both outside code fences and HTML comments.
+fn scan_lines(
+    text: &str,
+    bullets: &[super::markdown::Bullet],
+) -> (Vec<Heading>, Vec<(usize, String)>) {
+    let mut headings = Vec::new();
+    let mut out = Vec::new();
     let (mut in_fence, mut in_comment) = (false, false);
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -163,70 +184,58 @@ pub fn diagnose(text: &str, file: SettingsFile) -> Vec<(usize, String)> {
             }
         }
     }
+    (headings, out)
+}
 
-    // Sections: in config.md, one automaton does not know hides its settings.
-    if file == SettingsFile::ConfigMd {
-        out.extend(unknown_sections(&headings, &bullets));
-    }
-
-    // Bullets the loader skips without a word.
-    for b in &bullets {
-        let known_here = |k: &&KeySpec| match file {
-            SettingsFile::AgentMd => k.file == SettingsFile::AgentMd,
-            SettingsFile::ConfigMd => {
-                k.file == SettingsFile::AgentMd && b.section.eq_ignore_ascii_case("Agent")
-            }
-            SettingsFile::Env => false,
-        };
-        // The loader itself warns about unknown keys under `## Agent` of .agent.md.
-        let agent_section = KEYS
-            .iter()
-            .any(|k| k.file == SettingsFile::AgentMd && k.section.eq_ignore_ascii_case(&b.section));
-        if specs_named(&b.key).any(|k| known_here(&k))
-            || (file == SettingsFile::AgentMd && agent_section)
-        {
-            continue;
+/// The warning for a bullet the loader skips without a word, if `b` is one.
+fn skipped_bullet(b: &super::markdown::Bullet, file: SettingsFile) -> Option<String> {
+    let known_here = |k: &&KeySpec| match file {
+        SettingsFile::AgentMd => k.file == SettingsFile::AgentMd,
+        SettingsFile::ConfigMd => {
+            k.file == SettingsFile::AgentMd && b.section.eq_ignore_ascii_case("Agent")
         }
-        let msg = match file {
-            SettingsFile::AgentMd => match specs_named(&b.key).next() {
-                Some(spec) => format!(
-                    "`{}` is a config.md setting: it is ignored in .agent.md (put it in {})",
-                    spec.key,
-                    home_of(spec)
-                ),
-                None => match nearest(
-                    &b.key,
-                    KEYS.iter()
-                        .filter(|k| k.file == SettingsFile::AgentMd)
-                        .map(|k| k.key),
-                ) {
-                    Some(k) => format!("unknown key `{}` (ignored); did you mean `{k}`?", b.key),
-                    None => continue,
-                },
-            },
-            // Known sections get the loader's own "unknown key" warning; unknown ones the
-            // section warning above.
-            SettingsFile::ConfigMd if b.section.is_empty() => match specs_named(&b.key).next() {
-                Some(spec) => format!(
-                    "`{}` stands under no section, so it is ignored; it belongs in {}",
-                    spec.key,
-                    home_of(spec)
-                ),
-                None => continue,
-            },
-            SettingsFile::ConfigMd if b.section.eq_ignore_ascii_case("Agent") => {
-                format!(
-                    "unknown key `{}` in section `Agent` (ignored){}",
-                    b.key,
-                    key_hint(&b.key, "Agent", SettingsFile::AgentMd)
-                )
-            }
-            SettingsFile::ConfigMd | SettingsFile::Env => continue,
-        };
-        out.push((b.line, msg));
+        SettingsFile::Env => false,
+    };
+    // The loader itself warns about unknown keys under `## Agent` of .agent.md.
+    let agent_section = KEYS
+        .iter()
+        .any(|k| k.file == SettingsFile::AgentMd && k.section.eq_ignore_ascii_case(&b.section));
+    if specs_named(&b.key).any(|k| known_here(&k))
+        || (file == SettingsFile::AgentMd && agent_section)
+    {
+        return None;
     }
-    out.sort_by_key(|(line, _)| *line);
-    out
+    match file {
+        SettingsFile::AgentMd => match specs_named(&b.key).next() {
+            Some(spec) => Some(format!(
+                "`{}` is a config.md setting: it is ignored in .agent.md (put it in {})",
+                spec.key,
+                home_of(spec)
+            )),
+            None => nearest(
+                &b.key,
+                KEYS.iter()
+                    .filter(|k| k.file == SettingsFile::AgentMd)
+                    .map(|k| k.key),
+            )
+            .map(|k| format!("unknown key `{}` (ignored); did you mean `{k}`?", b.key)),
+        },
+        // Known sections get the loader's own "unknown key" warning; unknown ones the
+        // section warning.
+        SettingsFile::ConfigMd if b.section.is_empty() => specs_named(&b.key).next().map(|spec| {
+            format!(
+                "`{}` stands under no section, so it is ignored; it belongs in {}",
+                spec.key,
+                home_of(spec)
+            )
+        }),
+        SettingsFile::ConfigMd if b.section.eq_ignore_ascii_case("Agent") => Some(format!(
+            "unknown key `{}` in section `Agent` (ignored){}",
+            b.key,
+            key_hint(&b.key, "Agent", SettingsFile::AgentMd)
+        )),
+        SettingsFile::ConfigMd | SettingsFile::Env => None,
+    }
 }
 
 /// `Key: value`, `- Key: value` or `**Key**: value`: a line that looks like a setting

@@ -234,13 +234,10 @@ impl Settings {
         Ok(s)
     }
 
-    fn apply_file(
-        &mut self,
-        path: &Path,
-        file: SettingsFile,
-        layer: Layer,
-    ) -> Result<(), SettingsError> {
-        let bytes = match crate::fsx::read_prefix(path, MAX_SETTINGS_BYTES) {
+    /// The bytes of a settings file (its first [`MAX_SETTINGS_BYTES`], with a warning when it
+    /// holds more); `None` when there is none (or a folder stands there, with a warning).
+    fn read_file(&mut self, path: &Path) -> Result<Option<Vec<u8>>, SettingsError> {
+        match crate::fsx::read_prefix(path, MAX_SETTINGS_BYTES) {
             Ok((b, truncated)) => {
                 if truncated {
                     self.warnings.push(format!(
@@ -249,20 +246,29 @@ impl Settings {
                         MAX_SETTINGS_BYTES / 1024
                     ));
                 }
-                b
+                Ok(Some(b))
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) if path.is_dir() => {
                 self.warnings
                     .push(format!("{}: is a folder, not a file ({e})", path.display()));
-                return Ok(());
+                Ok(None)
             }
-            Err(source) => {
-                return Err(SettingsError::Read {
-                    path: path.to_path_buf(),
-                    source,
-                });
-            }
+            Err(source) => Err(SettingsError::Read {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    fn apply_file(
+        &mut self,
+        path: &Path,
+        file: SettingsFile,
+        layer: Layer,
+    ) -> Result<(), SettingsError> {
+        let Some(bytes) = self.read_file(path)? else {
+            return Ok(());
         };
         let text = String::from_utf8_lossy(&bytes);
         for (line, msg) in diagnose::diagnose(&text, file) {
