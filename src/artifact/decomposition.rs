@@ -483,8 +483,29 @@ fn check_graph(
         }
         edges.push(out);
     }
-    // Depth-first search, iterative (a plan may be a chain of thousands), reporting the path
-    // of the cycle each back edge closes.
+    let on_cycle = cycles(rows, &edges, problems);
+    for (i, r) in rows.iter().enumerate() {
+        if !r.wave_ok || on_cycle[i] {
+            continue;
+        }
+        for &j in &edges[i] {
+            let dep = &rows[j];
+            if dep.wave_ok && !on_cycle[j] && dep.row.wave >= r.row.wave {
+                problems.push(Problem {
+                    line: r.row.line,
+                    message: format!(
+                        "cell `Wave`: `{}` is in wave {} but depends on `{}` in wave {} (a sub-task's wave must be later than its dependencies')",
+                        r.row.name, r.row.wave, dep.row.name, dep.row.wave
+                    ),
+                });
+            }
+        }
+    }
+}
+
+/// Every dependency cycle, each reported by its path at the row that closes it; which rows
+/// lie on one. A depth-first search, iterative (a plan may be a chain of thousands).
+fn cycles(rows: &[Read], edges: &[Vec<usize>], problems: &mut Vec<Problem>) -> Vec<bool> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
@@ -536,23 +557,7 @@ fn check_graph(
             }
         }
     }
-    for (i, r) in rows.iter().enumerate() {
-        if !r.wave_ok || on_cycle[i] {
-            continue;
-        }
-        for &j in &edges[i] {
-            let dep = &rows[j];
-            if dep.wave_ok && !on_cycle[j] && dep.row.wave >= r.row.wave {
-                problems.push(Problem {
-                    line: r.row.line,
-                    message: format!(
-                        "cell `Wave`: `{}` is in wave {} but depends on `{}` in wave {} (a sub-task's wave must be later than its dependencies')",
-                        r.row.name, r.row.wave, dep.row.name, dep.row.wave
-                    ),
-                });
-            }
-        }
-    }
+    on_cycle
 }
 
 #[cfg(test)]
