@@ -262,20 +262,7 @@ fn compute(
         overhead: budget::DEFAULT_OVERHEAD,
         hosted: model.hosted,
     };
-    if budget::window_too_small(&input) {
-        let how = engine.as_ref().map_or(
-            "raise the window (e.g. OLLAMA_CONTEXT_LENGTH or num_ctx)",
-            |e| engine::how_to_raise(&e.name),
-        );
-        warnings.push(format!(
-            "the model's window ({} tokens) minus the framework overhead ({}) is below {}; \
-             {how}, to at least {}",
-            input.window,
-            input.overhead,
-            budget::MIN_TOKENS,
-            budget::MIN_TOKENS + input.overhead
-        ));
-    }
+    warnings.extend(window_warning(&input, engine.as_ref()));
     let rule = budget::recommended(&input);
     let target_cfg = settings.tokens(Key::TargetContext);
     let (source, recommended, manual) = if !auto {
@@ -289,19 +276,8 @@ fn compute(
     } else {
         (Source::Default, rule, false)
     };
-    let derived_peak = budget::max_peak(recommended, headroom_cfg);
-    let (max_peak, max_peak_source) = match settings.tokens(Key::MaxPeak).filter(|_| manual) {
-        Some(p) if p > recommended => {
-            warnings.push(format!(
-                "{}: Max peak context ({p}) is above the target context ({recommended}); \
-                 using {derived_peak}",
-                settings.get(Key::MaxPeak).origin
-            ));
-            (derived_peak, cache::PEAK_FROM_HEADROOM)
-        }
-        Some(p) => (p, "config.md"),
-        None => (derived_peak, cache::PEAK_FROM_HEADROOM),
-    };
+    let (max_peak, max_peak_source) =
+        max_peak_of(settings, recommended, headroom_cfg, manual, &mut warnings);
     VramReport {
         gpu_vram_gb: found.vram_gib.map(|g| g as f64),
         ram_gb: found.ram_gb,
@@ -324,6 +300,50 @@ fn compute(
         format_version: cache::FORMAT_VERSION,
         cached: false,
         warnings,
+    }
+}
+
+/// The warning for a model window too small to leave the smallest budget once the framework's
+/// overhead is taken, with the engine's way to raise it.
+fn window_warning(input: &BudgetInput, engine: Option<&cache::EngineReport>) -> Option<String> {
+    if !budget::window_too_small(input) {
+        return None;
+    }
+    let how = engine.map_or(
+        "raise the window (e.g. OLLAMA_CONTEXT_LENGTH or num_ctx)",
+        |e| engine::how_to_raise(&e.name),
+    );
+    Some(format!(
+        "the model's window ({} tokens) minus the framework overhead ({}) is below {}; {how}, \
+         to at least {}",
+        input.window,
+        input.overhead,
+        budget::MIN_TOKENS,
+        budget::MIN_TOKENS + input.overhead
+    ))
+}
+
+/// The max peak context and where it comes from: config.md's `Max peak context` when the
+/// target is set by hand and the peak fits under it, else the target less the headroom.
+fn max_peak_of(
+    settings: &Settings,
+    recommended: u64,
+    headroom: f64,
+    manual: bool,
+    warnings: &mut Vec<String>,
+) -> (u64, &'static str) {
+    let derived = budget::max_peak(recommended, headroom);
+    match settings.tokens(Key::MaxPeak).filter(|_| manual) {
+        Some(p) if p > recommended => {
+            warnings.push(format!(
+                "{}: Max peak context ({p}) is above the target context ({recommended}); \
+                 using {derived}",
+                settings.get(Key::MaxPeak).origin
+            ));
+            (derived, cache::PEAK_FROM_HEADROOM)
+        }
+        Some(p) => (p, "config.md"),
+        None => (derived, cache::PEAK_FROM_HEADROOM),
     }
 }
 
