@@ -43,50 +43,15 @@ pub(super) fn manual(
         tree.apply_gates(gates);
         tree
     };
-    let scope: Vec<usize> = (0..tree.nodes.len())
-        .filter(|i| match &named {
-            Some(rel) => {
-                let r = &tree.nodes[*i].rel;
-                r == rel || r.starts_with(&format!("{rel}/"))
-            }
-            None => true,
-        })
-        .collect();
-    let summary = Summary::of(&tree, scope.iter().copied());
-    let code = if summary.all_complete() {
-        exit::OK
-    } else if summary.waiting > 0 {
-        exit::NEEDS_HUMAN
-    } else {
-        exit::WAITING
-    };
+    let (summary, code) = summary_of(&tree, named.as_deref());
     if args.run.json {
-        // One JSON object on one line (a stream of one `manual` event): the tasks as
-        // `status --json` shows them, what was created, the summary and the exit code.
-        #[derive(serde::Serialize)]
-        struct ManualDoc<'a> {
-            event: &'static str,
-            tasks: Vec<report::TaskView>,
-            created: Vec<&'a str>,
-            summary: Summary,
-            exit_code: u8,
-        }
         let mut created: Vec<&str> = new.clone();
         if let Some(rel) = &named
             && existed == Some(false)
         {
             created.push(rel);
         }
-        let doc = ManualDoc {
-            event: "manual",
-            tasks: (0..tree.nodes.len())
-                .map(|i| report::task_view_mode(&tree, i, prefix, true))
-                .collect(),
-            created,
-            summary,
-            exit_code: code,
-        };
-        out::json_line(&doc)?;
+        print_json(&tree, prefix, created, summary, code)?;
         if !new.is_empty() {
             let _ = crate::detect::invalidate_cache(&ctx.project);
         }
@@ -115,4 +80,55 @@ pub(super) fn manual(
         out::println("ORCHESTRATION_COMPLETE")?;
     }
     Ok(code)
+}
+
+/// The summary of the tasks in scope (the named one and its sub-tasks, else all) and the exit
+/// code it makes: 0 when all are complete, 19 when one waits for a person, else 25 (steps to run).
+fn summary_of(tree: &TaskTree, named: Option<&str>) -> (Summary, u8) {
+    let scope = (0..tree.nodes.len()).filter(|i| match named {
+        Some(rel) => {
+            let r = &tree.nodes[*i].rel;
+            r == rel || r.starts_with(&format!("{rel}/"))
+        }
+        None => true,
+    });
+    let summary = Summary::of(tree, scope);
+    let code = if summary.all_complete() {
+        exit::OK
+    } else if summary.waiting > 0 {
+        exit::NEEDS_HUMAN
+    } else {
+        exit::WAITING
+    };
+    (summary, code)
+}
+
+/// One JSON object on one line (a stream of one `manual` event): the tasks as `status --json`
+/// shows them, what was created, the summary and the exit code.
+fn print_json(
+    tree: &TaskTree,
+    prefix: &str,
+    created: Vec<&str>,
+    summary: Summary,
+    exit_code: u8,
+) -> crate::commands::Result<()> {
+    #[derive(serde::Serialize)]
+    struct ManualDoc<'a> {
+        event: &'static str,
+        tasks: Vec<report::TaskView>,
+        created: Vec<&'a str>,
+        summary: Summary,
+        exit_code: u8,
+    }
+    let doc = ManualDoc {
+        event: "manual",
+        tasks: (0..tree.nodes.len())
+            .map(|i| report::task_view_mode(tree, i, prefix, true))
+            .collect(),
+        created,
+        summary,
+        exit_code,
+    };
+    out::json_line(&doc)?;
+    Ok(())
 }
