@@ -409,14 +409,21 @@ fn clean_removes_merged_finished_work_and_refuses_the_rest() {
     ));
 }
 
-#[test]
-fn merge_refuses_a_dirty_checkout_and_an_unfinished_task() {
+/// A project whose task `p` ran one sub-task `a` (it writes a.txt) to complete: its branch
+/// waits for `merge`.
+fn complete_with_one_subtask() -> Project {
     let p = repo_project();
-    let root = p.path();
     run(&p, &plan(&[("a", 1, "-")]), RECORD_WORK)
         .arg("p")
         .assert()
         .success();
+    p
+}
+
+#[test]
+fn merge_refuses_a_dirty_checkout_and_an_unfinished_task() {
+    let p = complete_with_one_subtask();
+    let root = p.path();
     std::fs::write(root.join("README.md"), "# changed\n").unwrap();
     p.cmd().args(["merge", "p"]).assert().code(23).stderr(
         "error: the project root has uncommitted changes (README.md); commit or stash them first\n",
@@ -434,12 +441,8 @@ fn merge_refuses_a_dirty_checkout_and_an_unfinished_task() {
 /// fast-forward and for a merge commit alike; the file and the branch are left as they were.
 #[test]
 fn merge_refuses_an_untracked_file_the_branch_would_overwrite() {
-    let p = repo_project();
+    let p = complete_with_one_subtask();
     let root = p.path();
-    run(&p, &plan(&[("a", 1, "-")]), RECORD_WORK)
-        .arg("p")
-        .assert()
-        .success();
     std::fs::write(root.join("a.txt"), "mine\n").unwrap();
     let refused = "error: merging automaton/p into main would overwrite untracked files (a.txt); \
                    git did not start the merge and nothing changed: move or remove them, then \
@@ -479,12 +482,8 @@ fn merge_refuses_an_untracked_file_the_branch_would_overwrite() {
 /// nothing moves (merged there, status offered the merge again and clean kept the branch).
 #[test]
 fn merge_refuses_a_branch_other_than_the_tasks_base() {
-    let p = repo_project();
+    let p = complete_with_one_subtask();
     let root = p.path();
-    run(&p, &plan(&[("a", 1, "-")]), RECORD_WORK)
-        .arg("p")
-        .assert()
-        .success();
     git(root, &["checkout", "--quiet", "-b", "release"]);
     let head = git(root, &["rev-parse", "HEAD"]);
     p.cmd().args(["merge", "p"]).assert().code(23).stderr(

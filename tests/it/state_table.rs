@@ -275,29 +275,17 @@ fn parent_aggregation() {
 
     // A sub-task stopped before its referee (questions, an agent's failure) has no verdict,
     // and none is named.
-    let d = parent(
-        &[
-            pass("a"),
-            child("b", State::HumanIntervention, None),
-            pass("c"),
-        ],
-        &p,
-        None,
-    );
+    let stopped = [
+        pass("a"),
+        child("b", State::HumanIntervention, None),
+        pass("c"),
+    ];
     assert_eq!(
-        d.reason.unwrap(),
+        parent(&stopped, &p, None).reason.unwrap(),
         "sub-tasks did not all pass (PASS: 2, FAIL: 0, NEEDS_REVIEW: 0, STOPPED: 1); first: b \
          (stopped for a person)"
     );
-    let d = parent(
-        &[
-            pass("a"),
-            child("b", State::HumanIntervention, None),
-            pass("c"),
-        ],
-        &p,
-        Some(Verdict::Pass),
-    );
+    let d = parent(&stopped, &p, Some(Verdict::Pass));
     assert!(d.reason.unwrap().starts_with(
         "Parent task VERDICT.md says PASS, but sub-task b stopped for a person before its verdict"
     ));
