@@ -2,7 +2,6 @@
 //! that, and repeat until the task is complete or needs a person. A phase's end is judged in
 //! [`super::judge`]; the sub-tasks of a decomposed task are scheduled in [`super::waves`].
 
-use super::check::run_verify;
 use super::event::Event;
 use super::isolation::Workspace;
 use super::judge::{Attempt, Failures, Freeze, after_phase, freeze, one_phase};
@@ -13,15 +12,12 @@ use super::workspace::workspace;
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::SubtaskRow;
 use crate::fsx::write_atomic;
-use crate::plan::decide::{Action, Facts, Verify, next_action};
+use crate::plan::decide::{Action, Facts, next_action};
 use crate::plan::gate::Gate;
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::{clear_stop, write_state, write_stop};
 use crate::task::readiness::{WaveRules, waits_for};
-use crate::task::snapshot::content_hash;
-use crate::task::snapshot::{
-    SUBTASKS_DIR, VERIFIED_FILE, VERIFIED_IMPLEMENTATION_FILE, VERIFY_DUE_FILE,
-};
+use crate::task::snapshot::SUBTASKS_DIR;
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
 
@@ -68,30 +64,6 @@ pub(super) fn load(run: &Run<'_>, rel: &str) -> TaskTree {
 pub(super) fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
     tree.apply_gates(&run.cfg.approve_before);
     tree
-}
-
-/// The hash the verify command last passed for, if any.
-pub(super) fn verified_hash(dir: &Path) -> Option<String> {
-    crate::fsx::read_to_string(dir.join(VERIFIED_FILE)).ok()
-}
-
-/// Whether IMPLEMENTATION.md is the task's last artifact and the verify command has not
-/// passed after it ([`VERIFIED_IMPLEMENTATION_FILE`] holds the hash of the one it passed
-/// after).
-fn implementation_unverified(node: &TaskNode, dir: &Path) -> bool {
-    if node.snap.artifacts.highest() != Some(Artifact::Implementation) {
-        return false;
-    }
-    let now = crate::fsx::read(dir.join(Artifact::Implementation.file_name()))
-        .ok()
-        .map(|b| content_hash(&b));
-    now.is_some() && now != crate::fsx::read_to_string(dir.join(VERIFIED_IMPLEMENTATION_FILE)).ok()
-}
-
-pub(super) fn verdict_hash(dir: &Path) -> Option<String> {
-    crate::fsx::read(dir.join(Artifact::Verdict.file_name()))
-        .ok()
-        .map(|b| content_hash(&b))
 }
 
 /// Clear the stops an earlier run recorded in a task and its sub-tasks, so that naming the
@@ -257,9 +229,9 @@ impl Drive<'_, '_> {
             }
             Action::EndRun(kind) => Ok(Some(stopped(kind, "interrupted"))),
             Action::Verify if node.snap.artifacts.highest() == Some(Artifact::Implementation) => {
-                verify_implementation(run, rel, dir, self.ws)
+                super::verify::verify_implementation(run, rel, dir, self.ws)
             }
-            Action::Verify => verify_pass(run, rel, dir, self.ws),
+            Action::Verify => super::verify::verify_pass(run, rel, dir, self.ws),
             Action::Complete => self.complete(tree, last),
             Action::Human(kind) => {
                 let reason = node.decision.reason.as_deref().unwrap_or("needs a human");
@@ -426,20 +398,7 @@ pub(super) fn facts(
     iterations: u64,
 ) -> Facts {
     let state = node.state();
-    // Done is verified, not claimed: a PASS counts once the verify command passed for this
-    // very VERDICT.md (so a retry after a failed verify verifies again).
-    // So is an implementation: the phases after implement run once the command passed after
-    // this very IMPLEMENTATION.md (a retry after a failed verify verifies first).
-    let verify = match (state, run.verify_command) {
-        (_, None) => Verify::NotConfigured,
-        (State::Complete | State::Next(Phase::Referee), Some(_))
-            if verdict_hash(dir).is_some_and(|h| Some(h) != verified_hash(dir)) =>
-        {
-            Verify::Pending
-        }
-        (State::Next(_), Some(_)) if implementation_unverified(node, dir) => Verify::Pending,
-        _ => Verify::Passed,
-    };
+    let verify = super::verify::due(run, dir, node);
     Facts {
         state,
         cause: node.decision.cause,
@@ -478,76 +437,6 @@ pub(super) fn facts(
         now: crate::process::signals::now_unpaused(),
         deadline: run.deadline,
     }
-}
-
-/// Run the verify command on a PASS verdict; the stop when it fails. Until it passes the task
-/// is not complete: a run cut short here (Ctrl-C, the total cap, kill -9) leaves it stopped,
-/// never complete.
-pub(super) fn verify_pass(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    ws: Option<&Workspace>,
-) -> super::Result<Option<Outcome>> {
-    // Read again here: a person may have removed VERDICT.md since the turn's read; the next
-    // turn then sees the task as it is.
-    let (Some(cmd), Some(hash)) = (run.verify_command, verdict_hash(dir)) else {
-        return Ok(None);
-    };
-    // Due until it passed: a run cut short here leaves the task at the referee's step, and
-    // the next run (`continue`, plain `orchestrate`) verifies again.
-    mark_verify_due(dir)?;
-    if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
-        let reason = format!("the referee said PASS, but {reason}");
-        return match super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)? {
-            Some((kind, reason)) => stop_task(run, rel, dir, kind, reason).map(Some),
-            // A rework round began: implement runs next.
-            None => Ok(None),
-        };
-    }
-    write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
-    crate::fsx::remove_if_there(&dir.join(VERIFY_DUE_FILE))?;
-    write_state(dir, State::Complete)?;
-    Ok(None)
-}
-
-/// Run the verify command on the implementation in `dir` (after implement, and before the
-/// phases after it when a failed verify was retried); the stop when it fails (`None` when it
-/// passed, recorded, or a rework round began).
-pub(super) fn verify_implementation(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    ws: Option<&Workspace>,
-) -> super::Result<Option<Outcome>> {
-    let Some(cmd) = run.verify_command else {
-        return Ok(None);
-    };
-    if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
-        return match super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)? {
-            Some((kind, reason)) => stop_task(run, rel, dir, kind, reason).map(Some),
-            None => Ok(None),
-        };
-    }
-    // Lost in a power cut, it costs one more run of the command.
-    if let Ok(bytes) = crate::fsx::read(dir.join(Artifact::Implementation.file_name())) {
-        crate::fsx::write_rebuildable(
-            &dir.join(VERIFIED_IMPLEMENTATION_FILE),
-            content_hash(&bytes).as_bytes(),
-        )?;
-    }
-    Ok(None)
-}
-
-/// Mark that the PASS in `dir` waits for the verify command (durably: a power cut must not
-/// turn an unverified PASS into a complete task), with `.state` saying the referee's step.
-pub(super) fn mark_verify_due(dir: &Path) -> super::Result<()> {
-    write_atomic(
-        &dir.join(VERIFY_DUE_FILE),
-        b"the PASS verdict waits for the verify command\n",
-    )?;
-    write_state(dir, State::Next(Phase::Referee))?;
-    Ok(())
 }
 
 /// The rows of a task's plan whose estimate exceeds the max peak context.

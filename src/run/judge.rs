@@ -422,7 +422,7 @@ fn accept(
         .as_ref()
         .is_some_and(|v| matches!(v.verdict, Ok(crate::state::Verdict::Pass)));
     if phase == Phase::Referee && pass && run.verify_command.is_some() {
-        super::driver::mark_verify_due(dir)?;
+        super::verify::mark_verify_due(dir)?;
     }
     #[cfg(debug_assertions)]
     super::phase::kill_for_tests("AUTOMATON_TEST_KILL_ACCEPTING", phase);
@@ -476,7 +476,7 @@ fn accept(
     // The verify command also runs after implement, to stop early; a PASS is checked again
     // when the task reaches complete (see `drive`).
     if phase == Phase::Implement && run.verify_command.is_some() {
-        if let Some(stop) = super::driver::verify_implementation(run, rel, dir, ws)? {
+        if let Some(stop) = super::verify::verify_implementation(run, rel, dir, ws)? {
             return Ok(PhaseEnd::Stop(stop));
         }
         // It ran in the task's workspace and may have touched the task: read it again.

@@ -30,6 +30,7 @@ pub mod rework;
 pub mod sandbox;
 pub mod stops;
 pub mod subtasks;
+pub mod verify;
 pub mod vram;
 pub mod waves;
 pub mod workspace;

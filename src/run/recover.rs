@@ -65,7 +65,7 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
             });
             // A verdict of theirs is verified like the referee's before a PASS counts.
             if marker.artifact == Artifact::Verdict && run.verify_command.is_some() {
-                super::driver::mark_verify_due(&node.dir)?;
+                super::verify::mark_verify_due(&node.dir)?;
             }
             clear_incomplete(&node.dir)?;
         } else if let Some(marker) = marked
@@ -104,22 +104,14 @@ pub fn recover(run: &Run<'_>, rel: &str) -> super::Result<()> {
     tree.apply_gates(&run.cfg.approve_before);
     for node in &tree.nodes {
         let state = node.state();
-        let unverified =
-            state == State::Complete && run.verify_command.is_some() && !verified(&node.dir);
+        let unverified = state == State::Complete
+            && run.verify_command.is_some()
+            && !super::verify::pass_verified(&node.dir);
         if node.snap.state_file != Some(state) && !unverified {
             write_state(&node.dir, state)?;
         }
     }
     Ok(())
-}
-
-/// Whether the verify command passed for this very VERDICT.md (see the driver).
-fn verified(dir: &Path) -> bool {
-    let hash = crate::fsx::read(dir.join("VERDICT.md"))
-        .ok()
-        .map(|b| crate::task::snapshot::content_hash(&b));
-    let passed = crate::fsx::read_to_string(dir.join(crate::task::snapshot::VERIFIED_FILE)).ok();
-    hash.is_some() && hash == passed
 }
 
 /// `logs/incomplete/<name>-<n>`, the first free n (the folder is made).
