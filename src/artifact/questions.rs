@@ -137,31 +137,27 @@ pub enum Answer {
 }
 
 /// Read `value` (of `N=value`) as an answer to `q`: an option's number (`2`), an option's
-/// text (case and surrounding space aside), or else free text. A bare number that is none of
-/// the question's options is refused (a slip, not an answer); where a question has no
-/// options, a number is free text.
+/// text (case and surrounding space aside; `16` of the options `8`, `16`, `32`), or else free
+/// text. A bare number that is neither is refused (a slip, not an answer); where a question
+/// has no options, a number is free text.
 pub fn read_answer(q: &Question, value: &str) -> Result<Answer, String> {
     let v = value.trim();
-    if let Ok(n) = v.parse::<usize>()
-        && !q.options.is_empty()
-    {
-        return if (1..=q.options.len()).contains(&n) {
-            Ok(Answer::Option(n - 1))
-        } else {
-            Err(format!(
-                "question {} has options 1 to {}, not {n} (answer with an option's number or \
-                 text, or in words)",
-                q.number,
-                q.options.len()
-            ))
-        };
+    let number = v.parse::<usize>().ok();
+    if let Some(n) = number.filter(|n| (1..=q.options.len()).contains(n)) {
+        return Ok(Answer::Option(n - 1));
     }
-    Ok(
-        match q.options.iter().position(|o| o.eq_ignore_ascii_case(v)) {
-            Some(i) => Answer::Option(i),
-            None => Answer::FreeText(v.to_string()),
-        },
-    )
+    if let Some(i) = q.options.iter().position(|o| o.eq_ignore_ascii_case(v)) {
+        return Ok(Answer::Option(i));
+    }
+    match number {
+        Some(n) if !q.options.is_empty() => Err(format!(
+            "question {} has options 1 to {}, not {n} (answer with an option's number or \
+             text, or in words)",
+            q.number,
+            q.options.len()
+        )),
+        _ => Ok(Answer::FreeText(v.to_string())),
+    }
 }
 
 #[cfg(test)]
@@ -191,6 +187,12 @@ mod tests {
             let e = read_answer(&qs[0], slip).unwrap_err();
             assert!(e.starts_with("question 1 has options 1 to 3, not "), "{e}");
         }
+        // Options that are numbers are chosen by their text too, where the number is no
+        // option's position.
+        let sizes = parse_questions("## 1. Page size?\n- 8\n- 16\n- 32\n").unwrap();
+        assert_eq!(read_answer(&sizes[0], "16"), Ok(Answer::Option(1)));
+        assert_eq!(read_answer(&sizes[0], "2"), Ok(Answer::Option(1)));
+        assert!(read_answer(&sizes[0], "64").is_err());
     }
 
     #[test]
