@@ -379,6 +379,9 @@ impl Repo {
         if !in_the_way.is_empty() {
             return Ok(Merge::Blocked(in_the_way));
         }
+        // Any other failure (a hook refusing the merge commit, say) may have left the merge
+        // half-done: undone, so the worktree is as it was before.
+        let _ = self.abort_unfinished_merge(worktree);
         Err(GitError::Failed {
             args: args.join(" "),
             dir: worktree.display().to_string(),
