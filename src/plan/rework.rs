@@ -70,13 +70,15 @@ fn normalise_word(word: &str) -> String {
 
 /// A log of automaton's own, numbered by attempt (`tasks/a/logs/verify-2.log`), without its
 /// number: each run of the same failing check writes the next one, so the number says
-/// nothing of the failure.
+/// nothing of the failure. Only a `.log` in a folder named `logs` is one
+/// (`src/catalogs/item-1.rs` is the project's own file, and its number counts).
 fn attempt_log(word: &str) -> Option<String> {
     let (folder, name) = word.rsplit_once("logs/")?;
-    let (stem, ext) = name.rsplit_once('.')?;
+    let stem = name.strip_suffix(".log")?;
     let (what, n) = stem.rsplit_once('-')?;
-    (!n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && !what.contains('/'))
-        .then(|| format!("{folder}logs/{what}-<n>.{ext}"))
+    let whole_folder = folder.is_empty() || folder.ends_with('/');
+    (whole_folder && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && !what.contains('/'))
+        .then(|| format!("{folder}logs/{what}-<n>.log"))
 }
 
 /// `12:03:44`, `2026-12-03T12:03:44Z`, `1.25s`, `340ms`, `3m`: clock readings and durations.
@@ -154,5 +156,11 @@ mod tests {
             normalise("see tasks/a/logs/integration-1.log")
         );
         assert_ne!(normalise("src/case-1.rs"), normalise("src/case-2.rs"));
+        // A project's own file whose folder merely ends in `logs` is not one of them.
+        assert_ne!(
+            normalise("src/catalogs/item-1.rs"),
+            normalise("src/catalogs/item-2.rs")
+        );
+        assert_ne!(normalise("blogs/post-1.log"), normalise("blogs/post-2.log"));
     }
 }
