@@ -71,7 +71,16 @@ impl Ctx {
             .ok()
             .and_then(|rest| rest.to_str().map(str::to_string));
         match inside {
-            Some(rest) => names::task_path(&rest).map_err(Error::Input),
+            // A bare name is shorthand for `tasks/<name>`; a path is not: `/project/auth` is
+            // no task folder, whatever `tasks/auth` holds.
+            Some(rest) if rest.starts_with("tasks/") || rest.starts_with(".automaton/tasks/") => {
+                names::task_path(&rest).map_err(Error::Input)
+            }
+            Some(_) => Err(Error::Input(format!(
+                "`{input}` is not a task folder: task folders are under `tasks/` or \
+                 `.automaton/tasks/` of the project {}",
+                self.project.display()
+            ))),
             None => Err(Error::Input(format!(
                 "`{input}` is not inside the project {}: name a task folder of it (`tasks/<name>`)",
                 self.project.display()

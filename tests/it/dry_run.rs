@@ -262,7 +262,8 @@ fn a_dry_run_of_a_stopped_task_says_what_the_same_command_line_does() {
 }
 
 /// A task named as a shell completes it (`./tasks/x`) or by its absolute path inside the
-/// project is the same task; an absolute path outside the project is refused naming it.
+/// project is the same task; an absolute path outside the project, or one of the project
+/// outside its task folders, is refused naming it.
 #[test]
 fn a_task_named_by_a_dot_or_an_absolute_path_is_found() {
     let p = Project::new();
@@ -280,5 +281,13 @@ fn a_task_named_by_a_dot_or_an_absolute_path_is_found() {
         .args(["--dry-run", "--task", &outside])
         .status(1)
         .stderr_contains("is not inside the project")
+        .run();
+    // A path of the project that is no task folder is refused, not read as the bare name
+    // `fresh` (which would be tasks/fresh).
+    let not_a_task = p.join("fresh").display().to_string();
+    p.orchestrate()
+        .args(["--dry-run", "--task", &not_a_task])
+        .status(1)
+        .stderr_contains("is not a task folder")
         .run();
 }
