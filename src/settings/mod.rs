@@ -291,18 +291,6 @@ impl Settings {
             });
             match spec {
                 Some(spec) => {
-                    match set_at.iter_mut().find(|(k, _)| *k == spec.setting) {
-                        Some((_, earlier)) => {
-                            self.warnings.push(format!(
-                                "{}:{}: `{}` is set again (line {earlier} no longer counts)",
-                                path.display(),
-                                b.line,
-                                spec.key
-                            ));
-                            *earlier = b.line;
-                        }
-                        None => set_at.push((spec.setting, b.line)),
-                    }
                     let origin = Origin::File {
                         path: path.to_path_buf(),
                         line: b.line,
@@ -322,6 +310,20 @@ impl Settings {
                         }
                         other => other?,
                     };
+                    // Only a value that counts replaces the earlier line (a bad one, skipped
+                    // above where settings are read leniently, leaves it in force).
+                    match set_at.iter_mut().find(|(k, _)| *k == spec.setting) {
+                        Some((_, earlier)) => {
+                            self.warnings.push(format!(
+                                "{}:{}: `{}` is set again (line {earlier} no longer counts)",
+                                path.display(),
+                                b.line,
+                                spec.key
+                            ));
+                            *earlier = b.line;
+                        }
+                        None => set_at.push((spec.setting, b.line)),
+                    }
                     let slot = self.slot_mut(spec.setting);
                     *slot = Resolved {
                         spec,
