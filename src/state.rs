@@ -592,7 +592,12 @@ fn decide_parent(facts: &Facts<'_>, verdict: Option<Result<Verdict, String>>) ->
                 counts.needs_review += 1;
                 failures.push((p.name.clone(), Some("NEEDS_REVIEW")));
             }
-            Some((State::HumanIntervention, _)) => {
+            Some((State::HumanIntervention, Some(Verdict::Pass))) => {
+                // Its PASS did not count: stopped after it (its verify command failed, say).
+                counts.stopped += 1;
+                failures.push((p.name.clone(), Some("PASS, then stopped for a person")));
+            }
+            Some((State::HumanIntervention, None)) => {
                 counts.stopped += 1;
                 // Stopped before its referee: a verdict it does not have is not named.
                 failures.push((p.name.clone(), None));

@@ -289,6 +289,22 @@ fn parent_aggregation() {
     assert!(d.reason.unwrap().starts_with(
         "Parent task VERDICT.md says PASS, but sub-task b stopped for a person before its verdict"
     ));
+    // One that stopped after its PASS (its verify command failed) is not said to have stopped
+    // before its verdict.
+    let after_pass = [
+        pass("a"),
+        child("b", State::HumanIntervention, Some(Verdict::Pass)),
+        pass("c"),
+    ];
+    assert!(
+        parent(&after_pass, &p, Some(Verdict::Pass))
+            .reason
+            .unwrap()
+            .starts_with(
+                "Parent task VERDICT.md says PASS, but sub-task b has VERDICT.md with PASS, then \
+                 stopped for a person"
+            )
+    );
 
     // Still running: the parent waits, and says on what.
     let d = parent(
