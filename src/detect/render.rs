@@ -5,7 +5,7 @@
 use super::probe;
 use super::{Source, VramReport, fits};
 
-/// Tokens in "k" units as the seed writes them: 16000 -> "16k", 12500 -> "12.5k".
+/// Tokens in "k" units, as the report and VRAM_CONFIG.md say them: 16000 -> "16k", 12500 -> "12.5k".
 pub fn fmt_k(tokens: u64) -> String {
     if tokens.is_multiple_of(1000) {
         format!("{}k", tokens / 1000)
@@ -84,7 +84,7 @@ pub fn render_vram_config_md(report: &VramReport, estimated_peak_tokens: Option<
     )
 }
 
-/// The seed's "VRAM Detection Results" block.
+/// The "VRAM Detection Results" block people read (detect-vram without --json).
 pub fn render_human(report: &VramReport) -> String {
     let gpu = match (report.gpu_vram_gb, report.source) {
         (Some(g), Source::Script) => format!("{} (detection script)", fmt_gb(g)),

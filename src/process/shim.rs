@@ -188,12 +188,12 @@ impl Watcher {
             }
             let mut deadline = None;
             if self.stop.load(Ordering::SeqCst) {
-                // Automaton stops the whole group (Slurm every process of the job): the
-                // agent got its TERM with the shim, and a second one would read as "stop
-                // now" to the many agents that quit at once on a second Ctrl-C. Only the
-                // descendants that left the group (daemonized) are TERMed here. Every one
-                // gets the whole grace, then KILL; automaton waits for this shim a moment
-                // longer than the grace ([`WATCHDOG_MARGIN`]) before its own KILL.
+                // Automaton stops the whole group: the agent got its TERM with the shim,
+                // and a second one would read as "stop now" to the many agents that quit
+                // at once on a second Ctrl-C. Only the descendants that left the group
+                // (daemonized) are TERMed here. Every one gets the whole grace, then KILL;
+                // automaton waits for this shim a moment longer than the grace
+                // ([`WATCHDOG_MARGIN`]) before its own KILL.
                 let since = *stopping_since.get_or_insert_with(|| {
                     signal_descendants(Signal::TERM, Reach::LeftTheGroup);
                     Instant::now()

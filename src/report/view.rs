@@ -464,8 +464,8 @@ fn next_of(
     let step_flag = if step { " --step" } else { "" };
     let run = format!("{prefix} orchestrate --task {}{step_flag}", node.rel);
     match state {
-        // Its agent runs now, under a run that holds the project: what a person can do is
-        // follow it (`orchestrate --task` would be refused while that run goes on).
+        // Its agent runs now (its recorded pid is alive), so a run drives it: what a person
+        // can do is follow it (`orchestrate --task` would be refused while that run goes on).
         s if wait.on == WaitingFor::Agent => (
             s.next_phase().map_or("none", |p| p.word()).to_string(),
             Some(format!("{prefix} logs {} -f", node.rel)),

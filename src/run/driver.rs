@@ -228,7 +228,7 @@ impl Drive<'_, '_> {
                 stop_task(run, rel, dir, kind, reason).map(Some)
             }
             Action::EndRun(kind) => Ok(Some(stopped(kind, "interrupted"))),
-            Action::Verify if node.snap.artifacts.highest() == Some(Artifact::Implementation) => {
+            Action::Verify if super::verify::of_implementation(node) => {
                 super::verify::verify_implementation(run, rel, dir, self.ws)
             }
             Action::Verify => super::verify::verify_pass(run, rel, dir, self.ws),

@@ -160,17 +160,13 @@ fn describe(
 /// implement.
 fn verify_why(run: &Run<'_>, node: &crate::task::TaskNode) -> String {
     let command = crate::settings::value::redact(run.verify_command.unwrap_or_default());
-    if node
-        .snap
-        .artifacts
-        .contains(crate::state::Artifact::Verdict)
-    {
-        format!("the PASS verdict counts once the verify command `{command}` passes")
-    } else {
+    if super::verify::of_implementation(node) {
         format!(
             "the verify command `{command}` has not passed after this implementation: it runs \
              before the phases after implement"
         )
+    } else {
+        format!("the PASS verdict counts once the verify command `{command}` passes")
     }
 }
 

@@ -15,6 +15,7 @@ use crate::store::task_files::write_state;
 use crate::task::TaskNode;
 use crate::task::snapshot::{
     VERIFIED_FILE, VERIFIED_IMPLEMENTATION_FILE, VERIFY_DUE_FILE, content_hash,
+    verified_for_this_verdict,
 };
 use std::path::Path;
 
@@ -30,23 +31,23 @@ pub(super) fn due(run: &Run<'_>, dir: &Path, node: &TaskNode) -> Verify {
     }
 }
 
+/// Whether the verify command runs next on the implementation (before the phases after
+/// implement), rather than to accept a PASS verdict: the driver and `--dry-run` ask this.
+pub(super) fn of_implementation(node: &TaskNode) -> bool {
+    node.snap.artifacts.highest() == Some(Artifact::Implementation)
+}
+
 /// Whether the verify command passed for the VERDICT.md in `dir` as it is now (with none,
 /// no PASS waits for it).
 pub(super) fn pass_verified(dir: &Path) -> bool {
-    let hash = verdict_hash(dir);
-    hash.is_none() || hash == verified_hash(dir)
-}
-
-/// The hash the verify command last passed for, if any.
-fn verified_hash(dir: &Path) -> Option<String> {
-    crate::fsx::read_to_string(dir.join(VERIFIED_FILE)).ok()
+    !dir.join(Artifact::Verdict.file_name()).is_file() || verified_for_this_verdict(dir)
 }
 
 /// Whether IMPLEMENTATION.md is the task's last artifact and the verify command has not
 /// passed after it ([`VERIFIED_IMPLEMENTATION_FILE`] holds the hash of the one it passed
 /// after).
 fn implementation_unverified(node: &TaskNode, dir: &Path) -> bool {
-    if node.snap.artifacts.highest() != Some(Artifact::Implementation) {
+    if !of_implementation(node) {
         return false;
     }
     let now = crate::fsx::read(dir.join(Artifact::Implementation.file_name()))

@@ -470,8 +470,9 @@ fn probe_content(
 
 /// Whether the verify command already passed for this very VERDICT.md (`logs/verified` holds
 /// its hash): a run killed between recording that pass and clearing `logs/verify-due` left a
-/// verified PASS, which must be neither verified nor judged again.
-fn verified_for_this_verdict(dir: &Path) -> bool {
+/// verified PASS, which must be neither verified nor judged again. `false` without a
+/// VERDICT.md. The run's verify step asks it too.
+pub fn verified_for_this_verdict(dir: &Path) -> bool {
     let verdict = crate::fsx::read(dir.join(Artifact::Verdict.file_name()));
     let verified = crate::fsx::read_to_string(dir.join(VERIFIED_FILE));
     matches!((verdict, verified), (Ok(v), Ok(h)) if crate::fsx::content_hash(&v) == h)

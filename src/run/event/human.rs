@@ -1,7 +1,8 @@
 //! The line people read for each event of a run (on stderr, without `--json`). [`Event::human`]
-//! names every event, so a new one does not compile until it is given a line (or none); it
-//! hands a family of events to the function that words them. The events snapshot in
-//! `tests.rs` pins every line. The JSON form is serde's, in `mod.rs`.
+//! names every event, so a new one does not compile until it is given a line (or none) or a
+//! family; it hands a family of events to the function that words them. The events snapshot
+//! in `tests.rs` pins every line, so an event handed to the wrong family (which prints
+//! nothing) fails it. The JSON form is serde's, in `mod.rs`.
 
 use super::{Check, CheckFinished, CheckStarted, Event, FreezeReason};
 
