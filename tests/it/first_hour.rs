@@ -747,6 +747,18 @@ fn a_setting_set_twice_in_one_file_is_named() {
     );
 }
 
+/// Set again with a value that is no value, a setting keeps its earlier line: `status` (which
+/// reads settings leniently) does not say that line no longer counts.
+#[test]
+fn a_setting_set_again_with_a_bad_value_keeps_the_earlier_line() {
+    let err = warnings_for(
+        "## Limits\n- **Max iterations**: 5\n- **Max iterations**: many\n",
+        "## Agent\n- **Agent command**: ./a.sh\n",
+    );
+    assert!(err.contains("config.md:3"), "the bad value is named: {err}");
+    assert!(!err.contains("no longer counts"), "{err}");
+}
+
 #[test]
 fn a_setting_in_the_wrong_file_or_without_bullet_form_is_named() {
     let err = warnings_for(
