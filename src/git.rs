@@ -678,6 +678,34 @@ mod tests {
         assert!(!r.abort_unfinished_merge(&r.top).unwrap());
     }
 
+    /// A merge that fails for another reason (a hook refusing the merge commit) is undone
+    /// too: an error, and the worktree as it was, with no merge left half-done.
+    #[test]
+    fn a_refused_merge_commit_is_aborted() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_d, r) = repo();
+        let base = r.head(&r.top).unwrap();
+        let (a, b) = (r.top.join("wt-a"), r.top.join("wt-b"));
+        r.exclude("wt-*/").unwrap();
+        r.ensure_worktree(&a, "x/a", &base).unwrap();
+        r.ensure_worktree(&b, "x/b", &base).unwrap();
+        fs::write(a.join("a-only.txt"), "a\n").unwrap();
+        fs::write(b.join("b-only.txt"), "b\n").unwrap();
+        r.commit_all(&a, "a").unwrap().unwrap();
+        r.commit_all(&b, "b").unwrap().unwrap();
+        assert_eq!(r.merge(&r.top, "x/a").unwrap(), Merge::FastForward);
+        let hooks = r.git_path(&r.top, "hooks").unwrap();
+        fs::create_dir_all(&hooks).unwrap();
+        let hook = hooks.join("pre-merge-commit");
+        fs::write(&hook, "#!/bin/sh\nexit 1\n").unwrap();
+        fs::set_permissions(&hook, fs::Permissions::from_mode(0o755)).unwrap();
+        let before = r.head(&r.top).unwrap();
+        assert!(r.merge(&r.top, "x/b").is_err());
+        assert_eq!(r.head(&r.top).unwrap(), before, "the branch is as it was");
+        assert!(!r.is_dirty(&r.top).unwrap(), "nothing half-merged is left");
+        assert!(!r.abort_unfinished_merge(&r.top).unwrap(), "no MERGE_HEAD");
+    }
+
     #[test]
     fn a_non_conflicting_divergence_gets_a_merge_commit_and_branch_d_refuses_unmerged() {
         let (_d, r) = repo();
