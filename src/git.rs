@@ -654,14 +654,20 @@ mod tests {
         assert_eq!(r.merge(&r.top, "automaton/t").unwrap(), Merge::UpToDate);
     }
 
-    #[test]
-    fn a_conflict_is_aborted_and_named() {
-        let (_d, r) = repo();
+    /// A repository with two worktrees from its head: `wt-a` on branch `x/a`, `wt-b` on `x/b`.
+    fn two_worktrees() -> (tempfile::TempDir, Repo, PathBuf, PathBuf) {
+        let (d, r) = repo();
         let base = r.head(&r.top).unwrap();
         let (a, b) = (r.top.join("wt-a"), r.top.join("wt-b"));
         r.exclude("wt-*/").unwrap();
         r.ensure_worktree(&a, "x/a", &base).unwrap();
         r.ensure_worktree(&b, "x/b", &base).unwrap();
+        (d, r, a, b)
+    }
+
+    #[test]
+    fn a_conflict_is_aborted_and_named() {
+        let (_d, r, a, b) = two_worktrees();
         fs::write(a.join("a.txt"), "one\nAAA\nthree\n").unwrap();
         fs::write(b.join("a.txt"), "one\nBBB\nthree\n").unwrap();
         r.commit_all(&a, "a").unwrap().unwrap();
@@ -683,12 +689,7 @@ mod tests {
     #[test]
     fn a_refused_merge_commit_is_aborted() {
         use std::os::unix::fs::PermissionsExt;
-        let (_d, r) = repo();
-        let base = r.head(&r.top).unwrap();
-        let (a, b) = (r.top.join("wt-a"), r.top.join("wt-b"));
-        r.exclude("wt-*/").unwrap();
-        r.ensure_worktree(&a, "x/a", &base).unwrap();
-        r.ensure_worktree(&b, "x/b", &base).unwrap();
+        let (_d, r, a, b) = two_worktrees();
         fs::write(a.join("a-only.txt"), "a\n").unwrap();
         fs::write(b.join("b-only.txt"), "b\n").unwrap();
         r.commit_all(&a, "a").unwrap().unwrap();

@@ -80,13 +80,8 @@ pub(super) fn verify_pass(
     // Due until it passed: a run cut short here leaves the task at the referee's step, and
     // the next run (`continue`, plain `orchestrate`) verifies again.
     mark_verify_due(dir)?;
-    if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
-        let reason = format!("the referee said PASS, but {reason}");
-        return match super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)? {
-            Some((kind, reason)) => stop_task(run, rel, dir, kind, reason).map(Some),
-            // A rework round began: implement runs next.
-            None => Ok(None),
-        };
+    if let Checked::Failed(end) = check(run, rel, dir, ws, cmd, "the referee said PASS, but ")? {
+        return Ok(end);
     }
     write_atomic(&dir.join(VERIFIED_FILE), hash.as_bytes())?;
     crate::fsx::remove_if_there(&dir.join(VERIFY_DUE_FILE))?;
@@ -106,11 +101,8 @@ pub(super) fn verify_implementation(
     let Some(cmd) = run.verify_command else {
         return Ok(None);
     };
-    if let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? {
-        return match super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)? {
-            Some((kind, reason)) => stop_task(run, rel, dir, kind, reason).map(Some),
-            None => Ok(None),
-        };
+    if let Checked::Failed(end) = check(run, rel, dir, ws, cmd, "")? {
+        return Ok(end);
     }
     // Lost in a power cut, it costs one more run of the command.
     if let Ok(bytes) = crate::fsx::read(dir.join(Artifact::Implementation.file_name())) {
@@ -120,6 +112,36 @@ pub(super) fn verify_implementation(
         )?;
     }
     Ok(None)
+}
+
+/// How one run of the verify command ended for the task.
+enum Checked {
+    Passed,
+    /// It failed: the task stopped (`Some`), or a rework round began and implement runs
+    /// next (`None`).
+    Failed(Option<Outcome>),
+}
+
+/// Run the verify command in the task's workspace; when it fails, a rework round begins
+/// where one is left, else the task stops with the reason (after `context`).
+fn check(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    ws: Option<&Workspace>,
+    cmd: &str,
+    context: &str,
+) -> super::Result<Checked> {
+    let Some((kind, reason)) = run_verify(run, cmd, rel, dir, ws, "verify")? else {
+        return Ok(Checked::Passed);
+    };
+    let reason = format!("{context}{reason}");
+    Ok(Checked::Failed(
+        match super::rework::after_failed_verify(run, rel, dir, ws, cmd, kind, reason)? {
+            Some((kind, reason)) => Some(stop_task(run, rel, dir, kind, reason)?),
+            None => None,
+        },
+    ))
 }
 
 /// Mark that the PASS in `dir` waits for the verify command (durably: a power cut must not
