@@ -94,7 +94,9 @@ pub fn acquire(project: &Path) -> Result<ProjectLock, LockError> {
 
 /// Who holds the lock on `project`: the holder file when the kernel agrees, else the kernel.
 fn holder(project: &Path, dir: &File, path: &Path) -> LockError {
-    let kernel = kernel_holder(dir);
+    // The holder file is not read yet (see below): only a lock the kernel table names with
+    // this very device counts here.
+    let kernel = kernel_holder(dir, None);
     // The holder writes its file just after locking: give it a moment.
     for _ in 0..20 {
         let text = crate::fsx::read_prefix(path, 4096)
@@ -131,24 +133,50 @@ fn holder(project: &Path, dir: &File, path: &Path) -> LockError {
 }
 
 /// The pid holding an flock on the file `dir` is open on, from `/proc/locks`
-/// (`1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`).
-fn kernel_holder(dir: &File) -> Option<u32> {
+/// (`1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`). The table names the file system's own
+/// device, which is not the one `stat` gives on btrfs (a subvolume has a device number of its
+/// own): there, a lock on the same inode held by `expected` (the pid the holder file names)
+/// is the one.
+fn kernel_holder(dir: &File, expected: Option<u32>) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let meta = dir.metadata().ok()?;
     let (dev, ino) = (meta.dev(), meta.ino());
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let table = crate::fsx::read_to_string("/proc/locks").ok()?;
-    table.lines().find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let (kind, pid, id) = (f.get(1)?, f.get(4)?, f.get(5)?);
-        let mut parts = id.split(':');
-        let maj = u32::from_str_radix(parts.next()?, 16).ok()?;
-        let min = u32::from_str_radix(parts.next()?, 16).ok()?;
-        let i: u64 = parts.next()?.parse().ok()?;
-        (*kind == "FLOCK" && maj == major && min == minor && i == ino)
-            .then(|| pid.parse().ok())
-            .flatten()
-    })
+    holder_in_table(&table, (major, minor), ino, expected)
+}
+
+/// [`kernel_holder`] in the text of `/proc/locks`.
+fn holder_in_table(
+    table: &str,
+    (major, minor): (u32, u32),
+    ino: u64,
+    expected: Option<u32>,
+) -> Option<u32> {
+    let mut same_inode = None;
+    for line in table.lines() {
+        let Some((pid, maj, min)) = flock_on(line, ino) else {
+            continue;
+        };
+        if maj == major && min == minor {
+            return Some(pid);
+        }
+        if Some(pid) == expected {
+            same_inode = Some(pid);
+        }
+    }
+    same_inode
+}
+
+/// The pid and device of a `/proc/locks` line that is an flock on inode `ino`.
+fn flock_on(line: &str, ino: u64) -> Option<(u32, u32, u32)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let (kind, pid, id) = (f.get(1)?, f.get(4)?, f.get(5)?);
+    let mut parts = id.split(':');
+    let maj = u32::from_str_radix(parts.next()?, 16).ok()?;
+    let min = u32::from_str_radix(parts.next()?, 16).ok()?;
+    let i: u64 = parts.next()?.parse().ok()?;
+    (*kind == "FLOCK" && i == ino).then_some((pid.parse().ok()?, maj, min))
 }
 
 /// Who holds (or last held) the lock, as the lock file says.
@@ -175,16 +203,16 @@ fn read_holder(project: &Path) -> Option<Holder> {
 /// Who holds the lock on `project` now, without taking it (`status`): the kernel's lock table
 /// says whether anyone does, the holder file who (when it names the same process).
 pub fn holding(project: &Path) -> Option<Holder> {
-    let kernel = kernel_holder(&File::open(project).ok()?)?;
-    Some(
-        read_holder(project)
-            .filter(|h| h.pid == Some(kernel))
-            .unwrap_or(Holder {
-                pid: Some(kernel),
-                since: None,
-                command: None,
-            }),
-    )
+    let file = read_holder(project);
+    let kernel = kernel_holder(
+        &File::open(project).ok()?,
+        file.as_ref().and_then(|h| h.pid),
+    )?;
+    Some(file.filter(|h| h.pid == Some(kernel)).unwrap_or(Holder {
+        pid: Some(kernel),
+        since: None,
+        command: None,
+    }))
 }
 
 impl Holder {
@@ -260,6 +288,19 @@ mod tests {
         );
         assert_eq!(parse_holder("77").0, Some(77));
         assert_eq!(parse_holder(""), (None, None, None));
+    }
+
+    #[test]
+    fn the_lock_table_names_the_holder_on_this_device_or_the_expected_pid() {
+        let table = "1: POSIX  ADVISORY  WRITE 7 08:01:5678 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 42 00:2f:5678 0 EOF\n\
+                     3: FLOCK  ADVISORY  WRITE 43 08:01:9999 0 EOF\n";
+        // The same device and inode: its pid, whatever the holder file says.
+        assert_eq!(holder_in_table(table, (0, 0x2f), 5678, None), Some(42));
+        // Another device number (a btrfs subvolume's): only the pid the holder file names.
+        assert_eq!(holder_in_table(table, (8, 1), 5678, Some(42)), Some(42));
+        assert_eq!(holder_in_table(table, (8, 1), 5678, Some(41)), None);
+        assert_eq!(holder_in_table(table, (8, 1), 5678, None), None);
     }
 
     #[test]
