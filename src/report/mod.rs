@@ -416,6 +416,18 @@ impl Summary {
     }
 }
 
+/// The tasks a run asked about `rel` answers for: `rel` and its sub-tasks, but not an orphan
+/// ([`is_orphan`]), which nothing drives. The end-of-run summary and `--manual`'s count these.
+pub fn driven_scope(tree: &TaskTree, rel: &str) -> Vec<usize> {
+    let below = format!("{rel}/");
+    (0..tree.nodes.len())
+        .filter(|i| {
+            let r = &tree.nodes[*i].rel;
+            (r == rel || r.starts_with(&below)) && !is_orphan(tree, *i)
+        })
+        .collect()
+}
+
 /// Whether task `i` is, or is under, a sub-task its parent's DECOMPOSITION.md no longer lists
 /// (an orphan: kept for its work, driven by nothing).
 pub fn is_orphan(tree: &TaskTree, i: usize) -> bool {

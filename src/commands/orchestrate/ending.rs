@@ -22,12 +22,7 @@ pub(super) fn finish(
     step: bool,
 ) -> crate::commands::Result<u8> {
     // The task the run was asked about and its sub-tasks (the tree may start above it).
-    let scope: Vec<usize> = (0..tree.nodes.len())
-        .filter(|i| {
-            let r = &tree.nodes[*i].rel;
-            (r == rel || r.starts_with(&format!("{rel}/"))) && !report::is_orphan(tree, *i)
-        })
-        .collect();
+    let scope = report::driven_scope(tree, rel);
     let ending = Ending {
         progress,
         human_out: progress.mode() != progress::Mode::Json,

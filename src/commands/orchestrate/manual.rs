@@ -85,13 +85,10 @@ pub(super) fn manual(
 /// The summary of the tasks in scope (the named one and its sub-tasks, else all) and the exit
 /// code it makes: 0 when all are complete, 19 when one waits for a person, else 25 (steps to run).
 fn summary_of(tree: &TaskTree, named: Option<&str>) -> (Summary, u8) {
-    let scope = (0..tree.nodes.len()).filter(|i| match named {
-        Some(rel) => {
-            let r = &tree.nodes[*i].rel;
-            r == rel || r.starts_with(&format!("{rel}/"))
-        }
-        None => true,
-    });
+    let scope = match named {
+        Some(rel) => crate::report::driven_scope(tree, rel),
+        None => (0..tree.nodes.len()).collect(),
+    };
     let summary = Summary::of(tree, scope);
     let code = if summary.all_complete() {
         exit::OK
