@@ -56,12 +56,7 @@ pub fn dry_run(
         ports: crate::run::ports::Ports::new(),
     };
     for rel in &tasks {
-        for mut p in plan(&run, rel, rules, driven) {
-            // A run that drives none of the tasks reports them and stops at once: whatever
-            // a task waits for, the run ends as one where no task can go on.
-            if !driven && p.exit_code.is_some() {
-                p.exit_code = Some(crate::exit::NEEDS_HUMAN);
-            }
+        for p in plan(&run, rel, rules, driven) {
             show(&progress, &p)?;
         }
     }

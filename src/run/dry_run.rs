@@ -26,8 +26,8 @@ pub struct Planned {
 
 /// The plan for `rel` and every sub-task under it, parents first. `driven`: the run would
 /// drive this task, and so first clear the stops earlier runs recorded in it and its
-/// sub-tasks (a run drives the task it names or picks); otherwise the task is only reported
-/// and its stops stand.
+/// sub-tasks (a run drives the task it names or picks); otherwise the task is only reported,
+/// its stops stand, and any stop is said with the exit code of a run that needs a person.
 pub fn plan(run: &Run<'_>, rel: &str, rules: WaveRules, driven: bool) -> Vec<Planned> {
     if driven && let Some(why) = not_ready(run, rel, rules) {
         return vec![Planned {
@@ -61,7 +61,13 @@ pub fn plan(run: &Run<'_>, rel: &str, rules: WaveRules, driven: bool) -> Vec<Pla
         }
         let facts = facts(run, &node.dir, &tree, node, 0);
         let action = crate::plan::decide::next_action(&facts);
-        out.push(describe(run, &tree, i, action, facts.rework));
+        let mut planned = describe(run, &tree, i, action, facts.rework);
+        // A run that drives none of the tasks reports them and stops at once: whatever a
+        // task waits for, the run ends as one where no task can go on.
+        if !driven && planned.exit_code.is_some() {
+            planned.exit_code = Some(crate::exit::NEEDS_HUMAN);
+        }
+        out.push(planned);
     }
     out
 }
