@@ -1,70 +1,26 @@
-//! The turn loop of one task: read it, ask the planner ([`next_action`]) what comes next, do
-//! that, and repeat until the task is complete or needs a person. A phase's end is judged in
-//! [`super::judge`]; the sub-tasks of a decomposed task are scheduled in [`super::waves`].
+//! The turn loop of one task: read it ([`super::observe`]), ask the planner ([`next_action`])
+//! what comes next, do that, and repeat until the task is complete or needs a person. A
+//! phase's end is judged in [`super::judge`]; the sub-tasks of a decomposed task are
+//! scheduled in [`super::waves`]; a stop is said and recorded by [`super::stops`].
 
 use super::event::Event;
 use super::isolation::Workspace;
 use super::judge::{Attempt, Failures, Freeze, after_phase, freeze, one_phase};
-use super::stops::stop_reason;
+use super::observe::{facts, load, not_ready, over_budget};
+use super::stops::{stop_reason, stop_task, stopped};
 use super::subtasks::sync_subtasks;
 use super::waves::{run_children, run_waves, step_subtask};
 use super::workspace::workspace;
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::SubtaskRow;
 use crate::fsx::write_atomic;
-use crate::plan::decide::{Action, Facts, next_action};
+use crate::plan::decide::{Action, next_action};
 use crate::plan::gate::Gate;
-use crate::state::{Artifact, Phase, State};
-use crate::store::task_files::{clear_stop, write_state, write_stop};
-use crate::task::readiness::{WaveRules, waits_for};
+use crate::state::{Artifact, Phase};
+use crate::store::task_files::{clear_stop, write_state};
 use crate::task::snapshot::SUBTASKS_DIR;
 use crate::task::{TaskNode, TaskTree, frozen};
 use std::path::{Path, PathBuf};
-
-pub(super) fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
-    Outcome::Stopped {
-        kind,
-        reason: reason.into(),
-    }
-}
-
-/// Record a stop in the task folder when it belongs to the task, and say so.
-pub(super) fn stop_task(
-    run: &Run<'_>,
-    rel: &str,
-    dir: &Path,
-    kind: StopKind,
-    reason: String,
-) -> super::Result<Outcome> {
-    // A folder deleted under the run reads as missing files (a frozen file "changed", an
-    // artifact gone): that is not the stop to report, and nothing is written there.
-    if !dir.is_dir() {
-        return Err(super::RunError::TaskGone(rel.to_string()));
-    }
-    if kind.is_recorded() {
-        write_stop(dir, &reason)?;
-    }
-    run.progress.event(&Event::TaskStopped {
-        task: rel,
-        kind: kind.word(),
-        reason: &reason,
-    });
-    Ok(stopped(kind, reason))
-}
-
-/// Read a task folder and its sub-tasks, with the gates of `Approve before` applied.
-pub(super) fn load(run: &Run<'_>, rel: &str) -> TaskTree {
-    gated(
-        run,
-        TaskTree::load_task(&run.settings.project, rel, &run.config),
-    )
-}
-
-/// `tree` with the gates of `Approve before` applied.
-pub(super) fn gated(run: &Run<'_>, mut tree: TaskTree) -> TaskTree {
-    tree.apply_gates(&run.cfg.approve_before);
-    tree
-}
 
 /// Clear the stops an earlier run recorded in a task and its sub-tasks, so that naming the
 /// task retries what was stopped (a timeout, a stalled or failed agent...).
@@ -357,97 +313,12 @@ fn walk_merges_once(
     Some(run_waves(run, rel, plan, Some(ws)))
 }
 
-/// Why the sub-task `rel` (or a parent above it) may not start now by its parent's plan,
-/// with the command that moves it on in order; `None` when it may, or when it is not a
-/// sub-task of a plan.
-pub(super) fn not_ready(run: &Run<'_>, rel: &str, rules: WaveRules) -> Option<String> {
-    let mut child = rel;
-    while let Some(parent) = parent_of(child) {
-        let tree = TaskTree::load_states(&run.settings.project, parent, &run.config);
-        if let Some(why) = tree.find(child).and_then(|i| waits_for(&tree, i, rules)) {
-            let who = if child == rel {
-                String::new()
-            } else {
-                format!(" ({child}, above it)")
-            };
-            return Some(format!(
-                "{rel} may not start yet{who}: {why}; `automaton orchestrate --task {parent}` \
-                 drives its parent, which starts it in turn"
-            ));
-        }
-        child = parent;
-    }
-    None
-}
-
 /// Test builds only: `AUTOMATON_TEST_PANIC=<task>` panics when that task's drive starts, so
 /// the tests can show that a panicking worker stops the run instead of hanging it.
 #[cfg(debug_assertions)]
 pub(super) fn panic_for_tests(rel: &str) {
     if std::env::var("AUTOMATON_TEST_PANIC").is_ok_and(|t| t == rel) {
         panic!("AUTOMATON_TEST_PANIC: {rel}");
-    }
-}
-
-/// What [`next_action`] decides from: the task as read, the caps, the clock.
-pub(super) fn facts(
-    run: &Run<'_>,
-    dir: &Path,
-    tree: &TaskTree,
-    node: &TaskNode,
-    iterations: u64,
-) -> Facts {
-    let state = node.state();
-    let verify = super::verify::due(run, dir, node);
-    Facts {
-        state,
-        cause: node.decision.cause,
-        has_plan: matches!(node.snap.plan, Some(Ok(_))),
-        verify,
-        iterations,
-        max_iterations: run.limits.iterations,
-        awaiting_approval: node.approval.is_some(),
-        stale: !node.stale.is_empty(),
-        cancelled: run.cancel.load(std::sync::atomic::Ordering::SeqCst),
-        step: run.step,
-        replan: !over_budget(run, node).is_empty()
-            && !dir.join(crate::task::snapshot::SENT_BACK_FILE).exists()
-            && node
-                .children
-                .iter()
-                .all(|c| tree.nodes[*c].snap.artifacts.is_empty()),
-        unplanned: node.snap.plan.is_none()
-            && node
-                .children
-                .iter()
-                .any(|c| !tree.nodes[*c].state().is_terminal()),
-        frozen_changed: matches!(state, State::Next(p) if p.artifact() > Artifact::TestPlan)
-            && node.snap.has_frozen
-            && !frozen::changed(dir).is_empty(),
-        rework: if state == State::HumanIntervention
-            && node.decision.cause == Some(crate::state::Cause::Verdict)
-        {
-            super::rework::for_verdict(run, dir)
-        } else {
-            crate::plan::rework::Rework::Off
-        },
-        task_over_budget: run.budgets.task_exceeded(dir, Default::default()).is_some(),
-        run_over_budget: run.budgets.run_exceeded(Default::default()).is_some(),
-        // The clock the caps run on: it stands still while automaton is stopped (Ctrl-Z).
-        now: crate::process::signals::now_unpaused(),
-        deadline: run.deadline,
-    }
-}
-
-/// The rows of a task's plan whose estimate exceeds the max peak context.
-pub(super) fn over_budget<'n>(run: &Run<'_>, node: &'n TaskNode) -> Vec<&'n SubtaskRow> {
-    match &node.snap.plan {
-        Some(Ok(plan)) => plan
-            .rows
-            .iter()
-            .filter(|r| r.estimate.is_some_and(|e| e > run.max_peak))
-            .collect(),
-        _ => Vec::new(),
     }
 }
 
@@ -489,9 +360,4 @@ pub(super) fn inputs_given(
         .filter(|a| *a < phase.artifact())
         .collect();
     crate::task::gates::hashes_reusing(dir, &inputs, node.hashed.as_deref())
-}
-
-/// The parent of a sub-task's path (`a/subtasks/b` → `a`).
-pub(super) fn parent_of(rel: &str) -> Option<&str> {
-    rel.rsplit_once("/subtasks/").map(|(parent, _)| parent)
 }

@@ -1,10 +1,11 @@
 //! `orchestrate --dry-run`: for every task the run would drive, what the planner would do next
 //! and why, as `make -n` says what it would build. It reads the tasks as a real run's first
-//! turn does and asks the same planner ([`next_action`], the wave rules), so it cannot drift
+//! turn does ([`super::observe`]) and asks the same planner
+//! ([`next_action`](crate::plan::decide::next_action), the wave rules), so it cannot drift
 //! from what a run does; it runs nothing, writes nothing and takes no lock.
 
 use super::Run;
-use super::driver::{facts, gated, not_ready};
+use super::observe::{facts, gated, not_ready};
 use super::stops::stop_reason;
 use crate::plan::decide::{Action, StopKind};
 use crate::task::TaskTree;

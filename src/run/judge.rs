@@ -2,11 +2,12 @@
 //! agent's end and the artifact), then accept it (commit, verify after implement, freeze after
 //! test_design), retry it after the backoff, or stop the task.
 
-use super::driver::{gated, load, stop_task};
 use super::event::{Event, FreezeReason};
 use super::isolation::Workspace;
+use super::observe::{gated, load};
 use super::phase::{PhaseRun, run_phase_noted};
 use super::stops::frozen_reason;
+use super::stops::stop_task;
 use super::{Outcome, Run, StopKind};
 use crate::plan::decide::{
     ArtifactCheck, GiveUp, PhaseFacts, Retry, RetryFacts, judge_phase, retry,

@@ -16,6 +16,7 @@ pub mod fit;
 pub mod isolation;
 pub mod judge;
 pub mod notify;
+pub mod observe;
 pub mod output_scan;
 pub mod phase;
 pub mod ports;

@@ -4,8 +4,8 @@
 //! which every later phase of the task and of its sub-tasks is given, and the phase runs
 //! again. A sub-task's questions stop only that sub-task: its siblings go on.
 
-use super::driver::stop_task;
 use super::event::Event;
+use super::stops::stop_task;
 use super::{Outcome, Run, StopKind};
 use crate::artifact::questions::{DECISIONS_FILE, QUESTIONS_FILE, parse_questions};
 use crate::state::Phase;
@@ -60,7 +60,7 @@ pub(super) fn asked(
 pub(super) fn decisions_section(project: &Path, rel: &str) -> Option<String> {
     let mut chain: Vec<&str> = vec![rel];
     let mut child = rel;
-    while let Some(parent) = super::driver::parent_of(child) {
+    while let Some(parent) = super::observe::parent_of(child) {
         chain.push(parent);
         child = parent;
     }

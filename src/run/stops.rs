@@ -2,8 +2,10 @@
 //! on (a budget to raise, files to restore or accept, artifacts to rebuild, a gate to
 //! approve). `orchestrate` and `--dry-run` say a stop in the same words.
 
-use super::{Run, StopKind};
+use super::event::Event;
+use super::{Outcome, Run, StopKind};
 use crate::plan::decide::Action;
+use crate::store::task_files::write_stop;
 use crate::task::{TaskNode, frozen};
 use std::path::Path;
 
@@ -99,4 +101,36 @@ pub(super) fn stop_reason(
             ),
         ),
     }
+}
+
+/// A stop as the run's outcome, without recording it.
+pub(super) fn stopped(kind: StopKind, reason: impl Into<String>) -> Outcome {
+    Outcome::Stopped {
+        kind,
+        reason: reason.into(),
+    }
+}
+
+/// Record a stop in the task folder when it belongs to the task, and say so.
+pub(super) fn stop_task(
+    run: &Run<'_>,
+    rel: &str,
+    dir: &Path,
+    kind: StopKind,
+    reason: String,
+) -> super::Result<Outcome> {
+    // A folder deleted under the run reads as missing files (a frozen file "changed", an
+    // artifact gone): that is not the stop to report, and nothing is written there.
+    if !dir.is_dir() {
+        return Err(super::RunError::TaskGone(rel.to_string()));
+    }
+    if kind.is_recorded() {
+        write_stop(dir, &reason)?;
+    }
+    run.progress.event(&Event::TaskStopped {
+        task: rel,
+        kind: kind.word(),
+        reason: &reason,
+    });
+    Ok(stopped(kind, reason))
 }

@@ -5,8 +5,8 @@
 //! `logs/`; the planner ([`crate::plan::decide`]) reads the answer as [`Verify`].
 
 use super::check::run_verify;
-use super::driver::stop_task;
 use super::isolation::Workspace;
+use super::stops::stop_task;
 use super::{Outcome, Run};
 use crate::fsx::write_atomic;
 use crate::plan::decide::Verify;

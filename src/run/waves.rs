@@ -4,9 +4,11 @@
 //! integration gate runs before a later wave starts.
 
 use super::check::run_verify;
-use super::driver::{drive, load, parent_of, stop_task, stopped};
+use super::driver::drive;
 use super::event::Event;
 use super::isolation::{Isolation, Workspace};
+use super::observe::{load, parent_of};
+use super::stops::{stop_task, stopped};
 use super::subtasks::sync_subtasks;
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::Plan;

@@ -1,9 +1,9 @@
 //! A task's worktree when isolation is on: made on first use, then set up once (the
 //! `.worktreeinclude` files copied in, the setup command run).
 
-use super::driver::parent_of;
 use super::event::Event;
 use super::isolation::Workspace;
+use super::observe::parent_of;
 use super::{Run, StopKind};
 use std::path::Path;
 
