@@ -169,7 +169,16 @@ pub enum Verify {
     /// The command passed for this very VERDICT.md (or IMPLEMENTATION.md).
     Passed,
     /// It has not passed for it yet.
-    Pending,
+    Pending(VerifyOf),
+}
+
+/// What the verify command is due on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VerifyOf {
+    /// The implementation: the phases after implement run once it passed after it.
+    Implementation,
+    /// A PASS verdict: it counts once the command passed for it.
+    Pass,
 }
 
 /// What the driver knows when it decides the next step of one task.
@@ -223,8 +232,8 @@ pub enum Action {
     EndRun(StopKind),
     /// The task is complete.
     Complete,
-    /// Run the verify command before the PASS counts.
-    Verify,
+    /// Run the verify command: before a PASS counts, or before the phases after implement.
+    Verify(VerifyOf),
     /// The task needs a human for the state machine's reason.
     Human(StopKind),
     /// Drive the sub-tasks of the plan in waves.
@@ -269,12 +278,13 @@ pub fn next_action(f: &Facts) -> Action {
     if f.stale {
         return Action::Stale;
     }
+    // A PASS whose verify is due (a run may have ended while it was: `logs/verify-due`), or
+    // an implementation the command has not passed (it failed, and the task is retried):
+    // verify it now, before anything else runs on it.
+    if let (State::Complete | State::Next(_), Verify::Pending(of)) = (f.state, f.verify) {
+        return Action::Verify(of);
+    }
     match f.state {
-        State::Complete if f.verify == Verify::Pending => Action::Verify,
-        // A PASS whose verify was due when a run ended (`logs/verify-due`), or an
-        // implementation the command has not passed (it failed, and the task is retried):
-        // verify it now, before anything else runs on it.
-        State::Next(_) if f.verify == Verify::Pending => Action::Verify,
         // The task is done, but its branch waits for a person before `automaton merge`.
         State::Complete if f.awaiting_approval => Action::AwaitApproval(Gate::Merge),
         State::Complete => Action::Complete,
@@ -603,7 +613,12 @@ mod tests {
         Some(Cause::Created),
         Some(Cause::TooDeep),
     ];
-    const VERIFY: [Verify; 3] = [Verify::NotConfigured, Verify::Passed, Verify::Pending];
+    const VERIFY: [Verify; 4] = [
+        Verify::NotConfigured,
+        Verify::Passed,
+        Verify::Pending(VerifyOf::Implementation),
+        Verify::Pending(VerifyOf::Pass),
+    ];
 
     /// An independent statement of the rules, as a priority list.
     fn reference(f: &Facts) -> Action {
@@ -615,11 +630,13 @@ mod tests {
             Action::EndRun(StopKind::TotalTimeCap)
         } else if f.stale {
             Action::Stale
-        } else if matches!(f.state, State::Next(_)) && f.verify == Verify::Pending {
-            Action::Verify
+        } else if matches!(f.state, State::Next(_))
+            && let Verify::Pending(of) = f.verify
+        {
+            Action::Verify(of)
         } else if f.state == State::Complete {
-            if f.verify == Verify::Pending {
-                Action::Verify
+            if let Verify::Pending(of) = f.verify {
+                Action::Verify(of)
             } else if f.awaiting_approval {
                 Action::AwaitApproval(Gate::Merge)
             } else {
@@ -721,7 +738,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(cases, 11 * 9 * 2 * 3 * 4 * 2048);
+        assert_eq!(cases, 11 * 9 * 2 * VERIFY.len() * 4 * 2048);
     }
 
     /// An independent statement of the retry rules.

@@ -14,7 +14,7 @@ use super::workspace::workspace;
 use super::{Outcome, Run, StopKind};
 use crate::artifact::decomposition::SubtaskRow;
 use crate::fsx::write_atomic;
-use crate::plan::decide::{Action, next_action};
+use crate::plan::decide::{Action, VerifyOf, next_action};
 use crate::plan::gate::Gate;
 use crate::state::{Artifact, Phase};
 use crate::store::task_files::{clear_stop, write_state};
@@ -161,7 +161,7 @@ impl Drive<'_, '_> {
         let action = next_action(&facts);
         // `.state` follows the artifacts, except a PASS not verified yet: it never says
         // complete before the verify command passed.
-        if node.snap.state_file != Some(state) && action != Action::Verify {
+        if node.snap.state_file != Some(state) && !matches!(action, Action::Verify(_)) {
             write_state(dir, state)?;
         }
         // A complete decomposed task's merge-backs are walked once more before it counts as
@@ -184,10 +184,10 @@ impl Drive<'_, '_> {
                 stop_task(run, rel, dir, kind, reason).map(Some)
             }
             Action::EndRun(kind) => Ok(Some(stopped(kind, "interrupted"))),
-            Action::Verify if super::verify::of_implementation(node) => {
+            Action::Verify(VerifyOf::Implementation) => {
                 super::verify::verify_implementation(run, rel, dir, self.ws)
             }
-            Action::Verify => super::verify::verify_pass(run, rel, dir, self.ws),
+            Action::Verify(VerifyOf::Pass) => super::verify::verify_pass(run, rel, dir, self.ws),
             Action::Complete => self.complete(tree, last),
             Action::Human(kind) => {
                 let reason = node.decision.reason.as_deref().unwrap_or("needs a human");

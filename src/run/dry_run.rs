@@ -103,7 +103,7 @@ fn describe(
             None,
         ),
         Action::Complete => planned("none", None, "complete".into(), None),
-        Action::Verify => planned("verify", None, verify_why(run, node), None),
+        Action::Verify(of) => planned("verify", None, verify_why(run, of), None),
         Action::Human(kind) => planned(
             "stop",
             None,
@@ -165,15 +165,16 @@ fn describe(
 
 /// Why the verify command runs next: to accept a PASS verdict, or before the phases after
 /// implement.
-fn verify_why(run: &Run<'_>, node: &crate::task::TaskNode) -> String {
+fn verify_why(run: &Run<'_>, of: crate::plan::decide::VerifyOf) -> String {
     let command = crate::settings::value::redact(run.verify_command.unwrap_or_default());
-    if super::verify::of_implementation(node) {
-        format!(
+    match of {
+        crate::plan::decide::VerifyOf::Implementation => format!(
             "the verify command `{command}` has not passed after this implementation: it runs \
              before the phases after implement"
-        )
-    } else {
-        format!("the PASS verdict counts once the verify command `{command}` passes")
+        ),
+        crate::plan::decide::VerifyOf::Pass => {
+            format!("the PASS verdict counts once the verify command `{command}` passes")
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use super::isolation::Workspace;
 use super::stops::stop_task;
 use super::{Outcome, Run};
 use crate::fsx::write_atomic;
-use crate::plan::decide::Verify;
+use crate::plan::decide::{Verify, VerifyOf};
 use crate::state::{Artifact, Phase, State};
 use crate::store::task_files::write_state;
 use crate::task::TaskNode;
@@ -24,17 +24,13 @@ pub(super) fn due(run: &Run<'_>, dir: &Path, node: &TaskNode) -> Verify {
     match (node.state(), run.verify_command) {
         (_, None) => Verify::NotConfigured,
         (State::Complete | State::Next(Phase::Referee), Some(_)) if !pass_verified(dir) => {
-            Verify::Pending
+            Verify::Pending(VerifyOf::Pass)
         }
-        (State::Next(_), Some(_)) if implementation_unverified(node, dir) => Verify::Pending,
+        (State::Next(_), Some(_)) if implementation_unverified(node, dir) => {
+            Verify::Pending(VerifyOf::Implementation)
+        }
         _ => Verify::Passed,
     }
-}
-
-/// Whether the verify command runs next on the implementation (before the phases after
-/// implement), rather than to accept a PASS verdict: the driver and `--dry-run` ask this.
-pub(super) fn of_implementation(node: &TaskNode) -> bool {
-    node.snap.artifacts.highest() == Some(Artifact::Implementation)
 }
 
 /// Whether the verify command passed for the VERDICT.md in `dir` as it is now (with none,
@@ -47,7 +43,7 @@ pub(super) fn pass_verified(dir: &Path) -> bool {
 /// passed after it ([`VERIFIED_IMPLEMENTATION_FILE`] holds the hash of the one it passed
 /// after).
 fn implementation_unverified(node: &TaskNode, dir: &Path) -> bool {
-    if !of_implementation(node) {
+    if node.snap.artifacts.highest() != Some(Artifact::Implementation) {
         return false;
     }
     let now = crate::fsx::read(dir.join(Artifact::Implementation.file_name()))
