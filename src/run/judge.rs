@@ -475,7 +475,7 @@ fn accept(
         usage: &usage_note(rep),
     });
     // The verify command also runs after implement, to stop early; a PASS is checked again
-    // when the task reaches complete (see `drive`).
+    // when the task reaches complete (`Action::Verify`, run/verify.rs).
     if phase == Phase::Implement && run.verify_command.is_some() {
         if let Some(stop) = super::verify::verify_implementation(run, rel, dir, ws)? {
             return Ok(PhaseEnd::Stop(stop));

@@ -1,6 +1,7 @@
 //! What a stop says: what ran out, changed or waits, and the command that moves the task
 //! on (a budget to raise, files to restore or accept, artifacts to rebuild, a gate to
-//! approve). `orchestrate` and `--dry-run` say a stop in the same words.
+//! approve). `orchestrate` and `--dry-run` say a stop in the same words. A task's stop is
+//! recorded here too ([`stop_task`]: its `.stop`, and the `task_stopped` event).
 
 use super::event::Event;
 use super::{Outcome, Run, StopKind};

@@ -23,7 +23,11 @@ use std::path::Path;
 pub(super) fn due(run: &Run<'_>, dir: &Path, node: &TaskNode) -> Verify {
     match (node.state(), run.verify_command) {
         (_, None) => Verify::NotConfigured,
-        (State::Complete | State::Next(Phase::Referee), Some(_)) if !pass_verified(dir) => {
+        // A VERDICT.md with no content is no verdict: the referee runs again, nothing is
+        // verified.
+        (State::Complete | State::Next(Phase::Referee), Some(_))
+            if node.snap.artifacts.contains(Artifact::Verdict) && !pass_verified(dir) =>
+        {
             Verify::Pending(VerifyOf::Pass)
         }
         (State::Next(_), Some(_)) if implementation_unverified(node, dir) => {
@@ -34,9 +38,9 @@ pub(super) fn due(run: &Run<'_>, dir: &Path, node: &TaskNode) -> Verify {
 }
 
 /// Whether the verify command passed for the VERDICT.md in `dir` as it is now (with none,
-/// no PASS waits for it).
+/// or none that can be read, no PASS waits for it: verifying it could record nothing).
 pub(super) fn pass_verified(dir: &Path) -> bool {
-    !dir.join(Artifact::Verdict.file_name()).is_file() || verified_for_this_verdict(dir)
+    verdict_hash(dir).is_none() || verified_for_this_verdict(dir)
 }
 
 /// Whether IMPLEMENTATION.md is the task's last artifact and the verify command has not

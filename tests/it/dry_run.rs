@@ -291,3 +291,37 @@ fn a_task_named_by_a_dot_or_an_absolute_path_is_found() {
         .stderr_contains("is not a task folder")
         .run();
 }
+
+/// A VERDICT.md with no content is no verdict: the referee runs again, and the verify command
+/// is not run on it as if it said PASS (it ran, and `.state` said complete a moment).
+#[test]
+fn an_empty_verdict_is_no_pass_to_verify() {
+    let p = Project::new();
+    let ran = p.join("verify-ran");
+    p.write(
+        ".automaton/.agent.md",
+        format!(
+            "## Agent\n- **Verify command**: echo ran >> {}\n",
+            ran.display()
+        ),
+    );
+    for f in ALL {
+        p.write(&format!("tasks/blank/{f}"), "x\n");
+    }
+    p.write("tasks/blank/VERDICT.md", "");
+    p.orchestrate()
+        .args(["--dry-run", "--task", "tasks/blank"])
+        .stdout_regex(r"^tasks/blank: run referee: ")
+        .run();
+    p.orchestrate()
+        .args(["--task", "tasks/blank"])
+        .stdout_any()
+        .stderr_any()
+        .run();
+    assert_eq!(p.state_of("tasks/blank"), "complete");
+    assert_eq!(
+        p.read("verify-ran"),
+        "ran\n",
+        "verified once, after the referee's PASS"
+    );
+}
