@@ -51,8 +51,8 @@ impl Ctx {
     }
 
     /// The task a command line names, as a path from the project ([`names::task_path`]); an
-    /// absolute path is taken when it lies inside the project (and refused, naming the
-    /// project, when it does not).
+    /// absolute path is taken when it lies in the project's `tasks/` or `.automaton/tasks/`
+    /// (and refused, naming the project, when it does not).
     pub fn task_path(&self, input: &str) -> Result<String, Error> {
         let path = std::path::Path::new(input.trim());
         if !path.is_absolute() {

@@ -136,14 +136,25 @@ fn holder(project: &Path, dir: &File, path: &Path) -> LockError {
 /// (`1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`). The table names the file system's own
 /// device, which is not the one `stat` gives on btrfs (a subvolume has a device number of its
 /// own): there, a lock on the same inode held by `expected` (the pid the holder file names)
-/// is the one.
+/// is the one, once that process is seen to hold this very folder open.
 fn kernel_holder(dir: &File, expected: Option<u32>) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let meta = dir.metadata().ok()?;
     let (dev, ino) = (meta.dev(), meta.ino());
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let table = crate::fsx::read_to_string("/proc/locks").ok()?;
-    holder_in_table(&table, (major, minor), ino, expected)
+    match holder_in_table(&table, (major, minor), ino, expected)? {
+        Found::OnThisDevice(pid) => Some(pid),
+        Found::SameInode(pid) => holds_open(pid, dev, ino).then_some(pid),
+    }
+}
+
+/// A lock of [`holder_in_table`]'s finding.
+#[derive(Debug, PartialEq, Eq)]
+enum Found {
+    OnThisDevice(u32),
+    /// On another device number, held by the pid expected.
+    SameInode(u32),
 }
 
 /// [`kernel_holder`] in the text of `/proc/locks`.
@@ -152,20 +163,30 @@ fn holder_in_table(
     (major, minor): (u32, u32),
     ino: u64,
     expected: Option<u32>,
-) -> Option<u32> {
+) -> Option<Found> {
     let mut same_inode = None;
     for line in table.lines() {
         let Some((pid, maj, min)) = flock_on(line, ino) else {
             continue;
         };
         if maj == major && min == minor {
-            return Some(pid);
+            return Some(Found::OnThisDevice(pid));
         }
         if Some(pid) == expected {
-            same_inode = Some(pid);
+            same_inode = Some(Found::SameInode(pid));
         }
     }
     same_inode
+}
+
+/// Whether process `pid` has the file `(dev, ino)` open (one of `/proc/<pid>/fd`).
+fn holds_open(pid: u32, dev: u64, ino: u64) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten()
+        .any(|fd| fs::metadata(fd.path()).is_ok_and(|m| m.dev() == dev && m.ino() == ino))
 }
 
 /// The pid and device of a `/proc/locks` line that is an flock on inode `ino`.
@@ -201,7 +222,8 @@ fn read_holder(project: &Path) -> Option<Holder> {
 }
 
 /// Who holds the lock on `project` now, without taking it (`status`): the kernel's lock table
-/// says whether anyone does, the holder file who (when it names the same process).
+/// says whether anyone does, the holder file who (when it names the same process; on btrfs,
+/// where the table's device number is not `stat`'s, it also says which lock is this one).
 pub fn holding(project: &Path) -> Option<Holder> {
     let file = read_holder(project);
     let kernel = kernel_holder(
@@ -296,11 +318,29 @@ mod tests {
                      2: FLOCK  ADVISORY  WRITE 42 00:2f:5678 0 EOF\n\
                      3: FLOCK  ADVISORY  WRITE 43 08:01:9999 0 EOF\n";
         // The same device and inode: its pid, whatever the holder file says.
-        assert_eq!(holder_in_table(table, (0, 0x2f), 5678, None), Some(42));
-        // Another device number (a btrfs subvolume's): only the pid the holder file names.
-        assert_eq!(holder_in_table(table, (8, 1), 5678, Some(42)), Some(42));
+        assert_eq!(
+            holder_in_table(table, (0, 0x2f), 5678, None),
+            Some(Found::OnThisDevice(42))
+        );
+        // Another device number (a btrfs subvolume's): only the pid the holder file names,
+        // to be confirmed.
+        assert_eq!(
+            holder_in_table(table, (8, 1), 5678, Some(42)),
+            Some(Found::SameInode(42))
+        );
         assert_eq!(holder_in_table(table, (8, 1), 5678, Some(41)), None);
         assert_eq!(holder_in_table(table, (8, 1), 5678, None), None);
+        // Confirmed by the folder being open in that process: this one holds its own open.
+        let dir = tempfile::tempdir().unwrap();
+        let open = File::open(dir.path()).unwrap();
+        let (dev, ino) = {
+            use std::os::unix::fs::MetadataExt;
+            let m = open.metadata().unwrap();
+            (m.dev(), m.ino())
+        };
+        assert!(holds_open(std::process::id(), dev, ino));
+        drop(open);
+        assert!(!holds_open(std::process::id(), dev, ino));
     }
 
     #[test]
