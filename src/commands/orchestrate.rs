@@ -10,7 +10,7 @@ use crate::run::agent;
 use crate::run::config::RunConfig;
 use crate::run::event::Event;
 use crate::run::progress::Progress;
-use crate::run::{Outcome, Run, Slots, StopKind, adapter, driver, isolation, notify};
+use crate::run::{Outcome, Run, Slots, StopKind, adapter, isolation, notify};
 use crate::settings::{Key, Origin, Settings};
 use crate::state::{PhaseConfig, State};
 use crate::store::lock;
@@ -177,7 +177,7 @@ pub fn orchestrate_command(ctx: &Ctx, args: &OrchestrateArgs) -> super::Result<u
     // A panic while driving is a bug: reported as an internal error (exit 70), like one in a
     // sub-task's worker, rather than as Rust's abort.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        driver::drive_keeping(&run, &rel, true, &mut last)
+        crate::run::schedule::run_task(&run, &rel, true, &mut last)
     }))
     .unwrap_or_else(|panic| Err(crate::run::RunError::panicked(&rel, &*panic)))?;
     let mut tree = tree_after_run(ctx, &rel, &outcome, last, &config, &gates);

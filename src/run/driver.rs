@@ -7,12 +7,13 @@ use super::event::Event;
 use super::isolation::Workspace;
 use super::judge::{Attempt, Failures, Freeze, after_phase, freeze, one_phase};
 use super::observe::{facts, load, not_ready, over_budget};
+use super::ports::PortLease;
 use super::stops::{stop_reason, stop_task, stopped};
 use super::subtasks::sync_subtasks;
-use super::waves::{run_children, run_waves, step_subtask};
+use super::waves::{run_children, step_subtask};
 use super::workspace::workspace;
 use super::{Outcome, Run, StopKind};
-use crate::artifact::decomposition::SubtaskRow;
+use crate::artifact::decomposition::{Plan, SubtaskRow};
 use crate::fsx::write_atomic;
 use crate::plan::decide::{Action, VerifyOf, next_action};
 use crate::plan::gate::Gate;
@@ -53,82 +54,42 @@ fn contained(dir: &Path) -> super::Result<()> {
     Ok(())
 }
 
-/// Drive one task until it is complete or needs a human. `explicit`: the user named this task,
-/// so a stop recorded by an earlier run is cleared and the task tried again. Each turn reads
-/// the facts, asks [`next_action`] what to do, and does it.
+/// Drive one task until it is complete or needs a human, its sub-tasks included (through
+/// the run's scheduler, [`super::schedule`]). `explicit`: the user named this task, so a stop
+/// recorded by an earlier run is cleared and the task tried again.
 pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome> {
-    drive_keeping(run, rel, explicit, &mut None)
+    super::schedule::run_task(run, rel, explicit, &mut None)
 }
 
-/// [`drive`], keeping in `last` the read of the task (and its sub-tasks, gates applied) that
-/// found it complete: nothing is written after that read but `.state`, so the caller can
-/// report from it instead of reading every folder again.
-pub fn drive_keeping(
-    run: &Run<'_>,
-    rel: &str,
-    explicit: bool,
-    last: &mut Option<TaskTree>,
-) -> super::Result<Outcome> {
-    let dir = run.settings.project.join(rel);
-    contained(&dir)?;
-    // A sub-task named on the command line follows its parent's plan like any other: it may
-    // not skip an unfinished or failed dependency, an earlier wave or an integration gate.
-    let rules = super::wave_rules(run.cfg, run.isolation.is_some());
-    if explicit && let Some(reason) = not_ready(run, rel, rules) {
-        return stop_task(run, rel, &dir, StopKind::NotReady, reason);
-    }
-    #[cfg(debug_assertions)]
-    panic_for_tests(rel);
-    // What a killed run left behind is stopped and set aside before anything is decided.
-    super::recover::recover(run, rel)?;
-    if explicit {
-        clear_stops(run, rel)?;
-    }
-    // `AUTOMATON_PORT`: held while this task is driven (its sub-tasks get their own).
-    let _port = run.ports.acquire(rel);
-    let first = load(run, rel);
-    // A complete task without a worktree record (one `clean` removed, or one that ran without
-    // isolation) needs no worktree: none is made for it.
-    let finished = first
-        .nodes
-        .first()
-        .is_some_and(|n| n.state() == crate::state::State::Complete)
-        && crate::store::isolation::read(&dir).is_none();
-    let ws = if finished {
-        None
-    } else {
-        match workspace(run, rel, &dir)? {
-            Ok(ws) => ws,
-            Err((kind, reason)) => return stop_task(run, rel, &dir, kind, reason),
-        }
-    };
-    let mut drive = Drive {
-        run,
-        rel,
-        dir,
-        ws: ws.as_ref(),
-        iterations: 0,
-        failed: None,
-        fresh: None,
-        merged_all: false,
-    };
-    for w in &first.warnings {
-        run.progress.line(&format!("warning: {w}"));
-    }
-    drive.fresh = Some(first);
-    loop {
-        if let Some(outcome) = drive.turn(last)? {
-            return Ok(outcome);
-        }
+/// Where a task's drive stands after its turns: ended, or waiting while the scheduler runs
+/// the sub-tasks of its plan (with isolation, their merge-backs and integration gates too).
+pub(super) enum Driven<'r, 'a> {
+    /// With the read that found the task complete, when it did.
+    Ended(Outcome, Option<TaskTree>),
+    AwaitsWaves(Box<Drive<'r, 'a>>, Plan),
+}
+
+/// What one turn did: the drive goes on, ends, or waits for the sub-tasks of this plan.
+enum Turn {
+    Again,
+    Done(Outcome),
+    Waves(Plan),
+}
+
+impl From<Option<Outcome>> for Turn {
+    fn from(end: Option<Outcome>) -> Turn {
+        end.map_or(Turn::Again, Turn::Done)
     }
 }
 
 /// One task's drive in this run: what its turns share.
-struct Drive<'r, 'a> {
+pub(super) struct Drive<'r, 'a> {
     run: &'r Run<'a>,
-    rel: &'r str,
+    pub(super) rel: String,
     dir: PathBuf,
-    ws: Option<&'r Workspace>,
+    pub(super) ws: Option<Workspace>,
+    /// `AUTOMATON_PORT`: held while this task is driven (its sub-tasks get their own).
+    _port: Option<PortLease<'r>>,
     /// Phases run for this task in this run (the iteration cap counts them).
     iterations: u64,
     /// The phase whose attempts failed in this run, how many did, and the last one's error.
@@ -138,6 +99,91 @@ struct Drive<'r, 'a> {
     fresh: Option<TaskTree>,
     /// With isolation: whether a complete parent's sub-tasks were checked to be merged.
     merged_all: bool,
+    /// The read of the task (and its sub-tasks, gates applied) that found it complete:
+    /// nothing is written after that read but `.state`, so the end of the run reports from
+    /// it instead of reading every folder again.
+    last: Option<TaskTree>,
+}
+
+impl<'r, 'a> Drive<'r, 'a> {
+    /// Get a task ready to drive: its refusals, what a killed run left, its stops cleared
+    /// when named, its port and its workspace. `Err(outcome)` when it ends before a turn.
+    pub(super) fn start(
+        run: &'r Run<'a>,
+        rel: &str,
+        explicit: bool,
+    ) -> super::Result<Result<Drive<'r, 'a>, Outcome>> {
+        let dir = run.settings.project.join(rel);
+        contained(&dir)?;
+        // A sub-task named on the command line follows its parent's plan like any other: it
+        // may not skip an unfinished or failed dependency, an earlier wave or an integration
+        // gate.
+        let rules = super::wave_rules(run.cfg, run.isolation.is_some());
+        if explicit && let Some(reason) = not_ready(run, rel, rules) {
+            return stop_task(run, rel, &dir, StopKind::NotReady, reason).map(Err);
+        }
+        #[cfg(debug_assertions)]
+        panic_for_tests(rel);
+        // What a killed run left behind is stopped and set aside before anything is decided.
+        super::recover::recover(run, rel)?;
+        if explicit {
+            clear_stops(run, rel)?;
+        }
+        let port = run.ports.acquire(rel);
+        let first = load(run, rel);
+        // A complete task without a worktree record (one `clean` removed, or one that ran
+        // without isolation) needs no worktree: none is made for it.
+        let finished = first
+            .nodes
+            .first()
+            .is_some_and(|n| n.state() == crate::state::State::Complete)
+            && crate::store::isolation::read(&dir).is_none();
+        let ws = if finished {
+            None
+        } else {
+            match workspace(run, rel, &dir)? {
+                Ok(ws) => ws,
+                Err((kind, reason)) => return stop_task(run, rel, &dir, kind, reason).map(Err),
+            }
+        };
+        for w in &first.warnings {
+            run.progress.line(&format!("warning: {w}"));
+        }
+        Ok(Ok(Drive {
+            run,
+            rel: rel.to_string(),
+            dir,
+            ws,
+            _port: port,
+            iterations: 0,
+            failed: None,
+            fresh: Some(first),
+            merged_all: false,
+            last: None,
+        }))
+    }
+
+    /// Take turns until the task ends or waits for its sub-tasks.
+    pub(super) fn turns(mut self) -> super::Result<Driven<'r, 'a>> {
+        loop {
+            match self.turn()? {
+                Turn::Again => {}
+                Turn::Done(outcome) => return Ok(Driven::Ended(outcome, self.last.take())),
+                Turn::Waves(plan) => return Ok(Driven::AwaitsWaves(Box::new(self), plan)),
+            }
+        }
+    }
+
+    /// Go on after the sub-tasks' waves ended: with their stop, or with more turns.
+    pub(super) fn resume(
+        self,
+        waves: super::Result<Option<Outcome>>,
+    ) -> super::Result<Driven<'r, 'a>> {
+        match waves? {
+            Some(outcome) => Ok(Driven::Ended(outcome, None)),
+            None => self.turns(),
+        }
+    }
 }
 
 impl Drive<'_, '_> {
@@ -145,12 +191,13 @@ impl Drive<'_, '_> {
     fn read(&mut self) -> TaskTree {
         self.fresh
             .take()
-            .unwrap_or_else(|| load(self.run, self.rel))
+            .unwrap_or_else(|| load(self.run, &self.rel))
     }
 
-    /// One turn: read the task, ask the planner, act. `Some(outcome)` when the drive ends.
-    fn turn(&mut self, last: &mut Option<TaskTree>) -> super::Result<Option<Outcome>> {
-        let (run, rel) = (self.run, self.rel);
+    /// One turn: read the task, ask the planner, act.
+    fn turn(&mut self) -> super::Result<Turn> {
+        let run = self.run;
+        let rel = &self.rel.clone();
         let tree = self.read();
         let Some(node) = tree.nodes.first() else {
             return Err(super::RunError::TaskGone(rel.to_string()));
@@ -169,10 +216,11 @@ impl Drive<'_, '_> {
         if matches!(
             action,
             Action::Complete | Action::AwaitApproval(Gate::Merge)
-        ) && let Some(walked) = walk_merges_once(&mut self.merged_all, run, rel, self.ws, node)
+        ) && let Some(plan) = walk_merges_once(&mut self.merged_all, self.ws.as_ref(), node)
         {
-            return walked;
+            return Ok(Turn::Waves(plan));
         }
+        let ws = self.ws.as_ref();
         match action {
             Action::EndRun(StopKind::TotalTimeCap | StopKind::RunBudget)
             | Action::OverBudget(_)
@@ -181,14 +229,16 @@ impl Drive<'_, '_> {
             | Action::AwaitApproval(_)
             | Action::IterationCap(_) => {
                 let (kind, reason) = stop_reason(run, rel, dir, node, action);
-                stop_task(run, rel, dir, kind, reason).map(Some)
+                stop_task(run, rel, dir, kind, reason).map(Turn::Done)
             }
-            Action::EndRun(kind) => Ok(Some(stopped(kind, "interrupted"))),
+            Action::EndRun(kind) => Ok(Turn::Done(stopped(kind, "interrupted"))),
             Action::Verify(VerifyOf::Implementation) => {
-                super::verify::verify_implementation(run, rel, dir, self.ws)
+                super::verify::verify_implementation(run, rel, dir, ws).map(Turn::from)
             }
-            Action::Verify(VerifyOf::Pass) => super::verify::verify_pass(run, rel, dir, self.ws),
-            Action::Complete => self.complete(tree, last),
+            Action::Verify(VerifyOf::Pass) => {
+                super::verify::verify_pass(run, rel, dir, ws).map(Turn::from)
+            }
+            Action::Complete => Ok(self.complete(tree)),
             Action::Human(kind) => {
                 let reason = node.decision.reason.as_deref().unwrap_or("needs a human");
                 let reason = super::rework::with_history(run, dir, reason, facts.rework);
@@ -197,25 +247,25 @@ impl Drive<'_, '_> {
                     kind: kind.word(),
                     reason: &reason,
                 });
-                Ok(Some(stopped(kind, reason)))
+                Ok(Turn::Done(stopped(kind, reason)))
             }
             Action::RunSubtasks => {
                 let Some(Ok(plan)) = &node.snap.plan else {
                     unreachable!("the planner runs sub-tasks only under a valid plan")
                 };
                 sync_subtasks(run, rel, dir, plan, &node.decision)?;
-                run_waves(run, rel, plan, self.ws)
+                Ok(Turn::Waves(plan.clone()))
             }
             Action::StepDone(phase) => {
                 run.progress.event(&Event::StepDone {
                     task: rel,
                     next: phase.word(),
                 });
-                Ok(Some(Outcome::Stepped {
+                Ok(Turn::Done(Outcome::Stepped {
                     task: rel.to_string(),
                 }))
             }
-            Action::StepSubtask => step_subtask(run, rel, dir, &tree).map(Some),
+            Action::StepSubtask => step_subtask(run, rel, dir, &tree).map(Turn::Done),
             Action::Replan => {
                 let note = replan_note(run, &over_budget(run, node));
                 // Once: the mark is written first, so a run cut short does not send it back again.
@@ -232,18 +282,19 @@ impl Drive<'_, '_> {
                         .collect(),
                 });
                 self.phase(node, Phase::Decomposition, Some(&note))
+                    .map(Turn::from)
             }
-            Action::RunChildren => run_children(run, &tree),
+            Action::RunChildren => run_children(run, &tree).map(Turn::from),
             Action::Rework => {
                 let reason = node.decision.reason.as_deref().unwrap_or("");
-                super::rework::start_for_verdict(run, rel, dir, self.ws, reason)?;
-                Ok(None)
+                super::rework::start_for_verdict(run, rel, dir, ws, reason)?;
+                Ok(Turn::Again)
             }
             Action::RunPhase(phase) => {
                 if frozen::needs_freezing(phase, node.snap.artifacts, node.snap.has_frozen) {
-                    freeze(run, rel, dir, self.ws, Freeze::Missing)?;
+                    freeze(run, rel, dir, ws, Freeze::Missing)?;
                 }
-                self.phase(node, phase, None)
+                self.phase(node, phase, None).map(Turn::from)
             }
         }
     }
@@ -255,14 +306,14 @@ impl Drive<'_, '_> {
         phase: Phase,
         note: Option<&str>,
     ) -> super::Result<Option<Outcome>> {
-        let (run, rel, dir) = (self.run, self.rel, &self.dir);
+        let (run, rel, dir) = (self.run, self.rel.as_str(), &self.dir);
         // A prompt over the engine's window would be cut silently: stop before the agent runs.
         if let Some(reason) = super::fit::overflow(run, rel, dir, phase) {
             return stop_task(run, rel, dir, StopKind::ContextTooSmall, reason).map(Some);
         }
         self.iterations += 1;
         let given = inputs_given(dir, node, phase);
-        let end = one_phase(run, rel, dir, phase, self.ws, given, note)?;
+        let end = one_phase(run, rel, dir, phase, self.ws.as_ref(), given, note)?;
         let attempt = Attempt {
             phase,
             iterations: self.iterations,
@@ -279,38 +330,32 @@ impl Drive<'_, '_> {
     }
 
     /// The planner says complete, and the merge-backs are walked.
-    fn complete(
-        &mut self,
-        tree: TaskTree,
-        last: &mut Option<TaskTree>,
-    ) -> super::Result<Option<Outcome>> {
+    fn complete(&mut self, tree: TaskTree) -> Turn {
         self.run
             .progress
-            .event(&Event::TaskComplete { task: self.rel });
-        *last = Some(tree);
-        Ok(Some(Outcome::Complete))
+            .event(&Event::TaskComplete { task: &self.rel });
+        self.last = Some(tree);
+        Turn::Done(Outcome::Complete)
     }
 }
 
 /// A decomposed task is complete once its sub-tasks passed, but with isolation their work
 /// reaches its branch only by merge-back and the integration gate: a run killed between a
 /// sub-task's PASS and its merge left that undone, so the waves are walked once more
-/// first. `None` once walked in this drive, or with nothing to walk.
+/// first: the plan to walk, `None` once walked in this drive, or with nothing to walk.
 fn walk_merges_once(
     merged_all: &mut bool,
-    run: &Run<'_>,
-    rel: &str,
     ws: Option<&Workspace>,
     node: &TaskNode,
-) -> Option<super::Result<Option<Outcome>>> {
-    let (Some(ws), Some(Ok(plan))) = (ws, &node.snap.plan) else {
+) -> Option<Plan> {
+    let (Some(_), Some(Ok(plan))) = (ws, &node.snap.plan) else {
         return None;
     };
     if *merged_all {
         return None;
     }
     *merged_all = true;
-    Some(run_waves(run, rel, plan, Some(ws)))
+    Some(plan.clone())
 }
 
 /// Test builds only: `AUTOMATON_TEST_PANIC=<task>` panics when that task's drive starts, so

@@ -29,6 +29,7 @@ pub mod recover;
 pub mod retry;
 pub mod rework;
 pub mod sandbox;
+pub mod schedule;
 pub mod stops;
 pub mod subtasks;
 pub mod verify;

@@ -1,7 +1,8 @@
-//! The wave scheduler of a decomposed task: the planner ([`crate::plan::waves`]) says which
-//! sub-tasks may start; each runs on a worker thread, at most `jobs` at once, and reports its
-//! end on one channel. With isolation, passed sub-tasks are merged back and each wave's
-//! integration gate runs before a later wave starts.
+//! The waves of a decomposed task: the planner ([`crate::plan::waves`]) says which sub-tasks
+//! may start; [`WaveState`] releases them to the run's scheduler ([`super::schedule`]) and
+//! hears how each ended. With isolation, passed sub-tasks are merged back and each wave's
+//! integration gate runs before a later wave starts. `--step` and sub-tasks made by hand
+//! (no DECOMPOSITION.md) are driven one at a time, in order.
 
 use super::check::run_verify;
 use super::driver::drive;
@@ -20,7 +21,6 @@ use crate::store::task_files::write_stop;
 use crate::task::TaskTree;
 use crate::task::readiness::{WaveRules, gates_passed, waves_of};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
 
 /// `--step` on a task whose sub-tasks run next: make the planned folders, then run one phase
 /// of the first sub-task that may run (by wave, then name; hand-made ones by name).
@@ -86,87 +86,43 @@ pub(super) fn run_children(run: &Run<'_>, tree: &TaskTree) -> super::Result<Opti
     Ok(None)
 }
 
-/// Drive the sub-tasks of a decomposed task: each one whose dependencies are all terminal runs,
-/// up to `jobs` at once, never two whose `Files` overlap. A sub-task that fails blocks only its
-/// dependents. A sub-task that waits for a person without being terminal (a gate, stale
-/// artifacts) is not driven again in this run; its siblings go on, and once they are done the
-/// parent stops with that wait. Returns a stop when the whole run must end (Ctrl-C, total time
-/// cap), when a sub-task waits, or when the parent must (a merge-back conflict, a failed
-/// integration gate).
+/// The waves of a decomposed task, from the moment its drive waits for them: each sub-task
+/// whose dependencies are all terminal is released to the run's scheduler
+/// ([`super::schedule`]), up to `jobs` at once, never two whose `Files` overlap. A sub-task
+/// that fails blocks only its dependents. A sub-task that waits for a person without being
+/// terminal (a gate, stale artifacts) is not driven again in this run; its siblings go on,
+/// and once they are done the parent stops with that wait. The waves end with a stop when
+/// the whole run must end (Ctrl-C, total time cap), when a sub-task waits, or when the
+/// parent must (a merge-back conflict, a failed integration gate).
 ///
-/// With isolation, every passed sub-task is merged into the parent's integration branch before
-/// anything is scheduled, and after each wave's merges the verify command runs in the
+/// With isolation, every passed sub-task is merged into the parent's integration branch
+/// before anything is released, and after each wave's merges the verify command runs in the
 /// integration worktree: a later wave starts only once that gate passed.
-pub(super) fn run_waves(
-    run: &Run<'_>,
-    parent_rel: &str,
-    plan: &Plan,
-    parent_ws: Option<&Workspace>,
-) -> super::Result<Option<Outcome>> {
-    let integration = run.isolation.zip(parent_ws);
-    let parallel = plan
-        .rows
-        .iter()
-        .any(|r| plan.rows.iter().filter(|o| o.wave == r.wave).count() > 1);
-    if integration.is_none() && parallel && run.limits.jobs > 1 {
-        run.progress.line(&format!(
-            "warning: {parent_rel}: isolation is none: parallel sub-tasks share the project's working tree"
-        ));
-    }
-    refuse_unfit(run, parent_rel, plan)?;
-    let mut waves = Scheduler {
-        run,
-        parent_rel,
-        parent_dir: run.settings.project.join(parent_rel),
-        plan,
-        integration,
-        // The siblings' states, read once here; after that only the sub-task that just
-        // finished is read again (a sub-task about to start is read afresh by its own drive).
-        tree: TaskTree::load_states(&run.settings.project, parent_rel, &run.config),
-        running: Vec::new(),
-        run_stop: None,
-        parent_stop: None,
-        merged: Vec::new(),
-        gated: Vec::new(),
-        held: Vec::new(),
-        errored: Vec::new(),
-    };
-    std::thread::scope(|scope| {
-        let (tx, rx) = mpsc::channel::<(String, super::Result<Outcome>)>();
-        loop {
-            if !waves.stopping() {
-                waves.integrate()?;
-                for name in waves.ready() {
-                    let Some(row) = plan.row(&name) else { continue };
-                    waves.running.push(name.clone());
-                    let child_rel = format!("{parent_rel}/subtasks/{name}");
-                    run.progress.event(&Event::SubtaskStarted {
-                        task: &child_rel,
-                        parent: parent_rel,
-                        wave: Some(row.wave),
-                    });
-                    let tx = tx.clone();
-                    scope.spawn(move || {
-                        // A panic is caught and sent like any end, so the loop that waits for
-                        // every sub-task it started always hears from this one.
-                        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                            drive(run, &child_rel, false)
-                        }))
-                        .unwrap_or_else(|panic| {
-                            Err(super::RunError::panicked(&child_rel, &*panic))
-                        });
-                        let _ = tx.send((name, out));
-                    });
-                }
-            }
-            if waves.running.is_empty() {
-                break;
-            }
-            let Ok((name, out)) = rx.recv() else { break };
-            waves.ended(name, out);
-        }
-        waves.finish()
-    })
+pub(super) struct WaveState<'r, 'a> {
+    run: &'r Run<'a>,
+    parent_rel: String,
+    parent_dir: PathBuf,
+    plan: Plan,
+    integration: Option<(&'r Isolation, Workspace)>,
+    /// The parent and its sub-tasks as last read.
+    tree: TaskTree,
+    running: Vec<String>,
+    /// The whole run ends (Ctrl-C, the total cap, a run budget, a bug) once what runs ended.
+    run_stop: Option<Outcome>,
+    /// The parent's own stop (a merge-back conflict, a failed integration gate), raised once
+    /// what runs has finished.
+    parent_stop: Option<(StopKind, String)>,
+    /// An error of automaton's own while merging or gating: the parent's drive ends with it
+    /// once what runs has finished.
+    error: Option<super::RunError>,
+    /// Sub-tasks merged into the integration branch in this run.
+    merged: Vec<String>,
+    /// Waves whose integration gate passed.
+    gated: Vec<u32>,
+    /// Sub-tasks that stopped to wait for a person: (name, kind, reason).
+    held: Vec<(String, StopKind, String)>,
+    /// Sub-tasks whose drive ended on an error: never started again in this run.
+    errored: Vec<String>,
 }
 
 /// VRAM admission (local, tmux): a sub-task that could never fit, even alone, is refused
@@ -198,36 +154,83 @@ fn refuse_unfit(run: &Run<'_>, parent_rel: &str, plan: &Plan) -> super::Result<(
     .into())
 }
 
-/// The waves of one decomposed task while they run: what started, what ended how, and what
-/// was merged and gated.
-struct Scheduler<'r, 'a> {
-    run: &'r Run<'a>,
-    parent_rel: &'r str,
-    parent_dir: PathBuf,
-    plan: &'r Plan,
-    integration: Option<(&'r Isolation, &'r Workspace)>,
-    /// The parent and its sub-tasks as last read.
-    tree: TaskTree,
-    running: Vec<String>,
-    /// The whole run ends (Ctrl-C, the total cap, a run budget, a bug) once what runs ended.
-    run_stop: Option<Outcome>,
-    /// The parent's own stop (a merge-back conflict, a failed integration gate), raised once
-    /// what runs has finished.
-    parent_stop: Option<(StopKind, String)>,
-    /// Sub-tasks merged into the integration branch in this run.
-    merged: Vec<String>,
-    /// Waves whose integration gate passed.
-    gated: Vec<u32>,
-    /// Sub-tasks that stopped to wait for a person: (name, kind, reason).
-    held: Vec<(String, StopKind, String)>,
-    /// Sub-tasks whose drive ended on an error: never started again in this run.
-    errored: Vec<String>,
-}
+impl<'r, 'a> WaveState<'r, 'a> {
+    /// The waves of `plan` for the parent `parent_rel`, about to start (`parent_ws`: its
+    /// workspace). A sub-task that could never fit in VRAM refuses them all at once.
+    pub(super) fn new(
+        run: &'r Run<'a>,
+        parent_rel: &str,
+        plan: Plan,
+        parent_ws: Option<Workspace>,
+    ) -> super::Result<WaveState<'r, 'a>> {
+        let integration = run.isolation.zip(parent_ws);
+        let parallel = plan
+            .rows
+            .iter()
+            .any(|r| plan.rows.iter().filter(|o| o.wave == r.wave).count() > 1);
+        if integration.is_none() && parallel && run.limits.jobs > 1 {
+            run.progress.line(&format!(
+                "warning: {parent_rel}: isolation is none: parallel sub-tasks share the project's working tree"
+            ));
+        }
+        refuse_unfit(run, parent_rel, &plan)?;
+        Ok(WaveState {
+            run,
+            parent_rel: parent_rel.to_string(),
+            parent_dir: run.settings.project.join(parent_rel),
+            plan,
+            integration,
+            // The siblings' states, read once here; after that only the sub-task that just
+            // finished is read again (a sub-task about to start is read afresh by its own
+            // drive).
+            tree: TaskTree::load_states(&run.settings.project, parent_rel, &run.config),
+            running: Vec::new(),
+            run_stop: None,
+            parent_stop: None,
+            error: None,
+            merged: Vec::new(),
+            gated: Vec::new(),
+            held: Vec::new(),
+            errored: Vec::new(),
+        })
+    }
 
-impl Scheduler<'_, '_> {
+    /// Merge and gate what ended, then the sub-tasks that start now (their paths), counted
+    /// as running from here on.
+    pub(super) fn release(&mut self) -> Vec<String> {
+        if self.stopping() {
+            return Vec::new();
+        }
+        if let Err(e) = self.integrate() {
+            self.error = Some(e);
+            return Vec::new();
+        }
+        let mut started = Vec::new();
+        for name in self.ready() {
+            let Some(row) = self.plan.row(&name) else {
+                continue;
+            };
+            let child_rel = format!("{}/subtasks/{name}", self.parent_rel);
+            self.run.progress.event(&Event::SubtaskStarted {
+                task: &child_rel,
+                parent: &self.parent_rel,
+                wave: Some(row.wave),
+            });
+            self.running.push(name);
+            started.push(child_rel);
+        }
+        started
+    }
+
+    /// Whether no sub-task runs: the waves are over.
+    pub(super) fn idle(&self) -> bool {
+        self.running.is_empty()
+    }
+
     fn stopping(&self) -> bool {
         self.run_stop.is_some()
             || self.parent_stop.is_some()
+            || self.error.is_some()
             || self.run.cancel.load(std::sync::atomic::Ordering::SeqCst)
     }
 
@@ -240,7 +243,7 @@ impl Scheduler<'_, '_> {
     /// With isolation: merge every passed sub-task into the integration branch, then run the
     /// gate of every wave that has ended. A failure becomes the parent's stop.
     fn integrate(&mut self) -> super::Result<()> {
-        let Some((iso, pws)) = self.integration else {
+        let Some((iso, pws)) = &self.integration else {
             return Ok(());
         };
         for row in &self.plan.rows {
@@ -263,10 +266,10 @@ impl Scheduler<'_, '_> {
             let stop = integration_gates(
                 self.run,
                 cmd,
-                self.parent_rel,
+                &self.parent_rel,
                 &self.parent_dir,
                 pws,
-                self.plan,
+                &self.plan,
                 &state_of,
                 &mut gated,
             );
@@ -309,7 +312,7 @@ impl Scheduler<'_, '_> {
     }
 
     /// A sub-task's drive ended: note how, then read it again.
-    fn ended(&mut self, name: String, out: super::Result<Outcome>) {
+    pub(super) fn ended(&mut self, name: String, out: super::Result<Outcome>) {
         let run = self.run;
         self.running.retain(|r| *r != name);
         let child_rel = format!("{}/subtasks/{name}", self.parent_rel);
@@ -351,13 +354,17 @@ impl Scheduler<'_, '_> {
         // Read once its end is recorded (an error's `.stop` included).
         let project = &run.settings.project;
         if !self.tree.reload(project, &child_rel, &run.config, false) {
-            self.tree = TaskTree::load_states(project, self.parent_rel, &run.config);
+            self.tree = TaskTree::load_states(project, &self.parent_rel, &run.config);
         }
     }
 
-    /// How the waves end: the run's stop, else the parent's (recorded), else the wait of a
-    /// held sub-task (an approval first: it is the one a person can act on now).
-    fn finish(mut self) -> super::Result<Option<Outcome>> {
+    /// How the waves end: an error of automaton's own, the run's stop, else the parent's
+    /// (recorded), else the wait of a held sub-task (an approval first: it is the one a person
+    /// can act on now).
+    pub(super) fn finish(mut self) -> super::Result<Option<Outcome>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
         if !self.parent_dir.is_dir() {
             return Err(super::RunError::TaskGone(self.parent_rel.to_string()));
         }
@@ -365,7 +372,7 @@ impl Scheduler<'_, '_> {
             return Ok(Some(stop));
         }
         if let Some((kind, reason)) = self.parent_stop {
-            return stop_task(self.run, self.parent_rel, &self.parent_dir, kind, reason).map(Some);
+            return stop_task(self.run, &self.parent_rel, &self.parent_dir, kind, reason).map(Some);
         }
         self.held
             .sort_by_key(|(_, kind, _)| *kind != StopKind::AwaitingApproval);

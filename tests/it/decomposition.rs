@@ -629,6 +629,29 @@ fn a_subtask_named_directly_waits_for_its_dependency_and_status_offers_the_paren
     assert!(c["command"].is_null(), "{c:#}");
 }
 
+/// A panic in the drive of the task the run was asked about (its worker too) ends the run as
+/// an internal error, exit 70, with the panic's message; it never hangs.
+#[test]
+fn a_panicking_top_task_ends_the_run_as_an_internal_error() {
+    let p = project();
+    let decomposition = plan(&[("a", 1, "-", "-", "Parse")]);
+    let ran = run_plan(&p, &decomposition, "")
+        .env("AUTOMATON_TEST_PANIC", PARENT)
+        .args(["--jobs", "2", "p"])
+        .status(70)
+        .stdout_any()
+        .stderr_any()
+        .run();
+    let all = format!("{}{}", ran.stdout, ran.stderr);
+    assert!(
+        all.contains(&format!(
+            "internal error: automaton panicked while driving {PARENT}: AUTOMATON_TEST_PANIC"
+        )),
+        "{all}"
+    );
+    assert!(records(&p).is_empty(), "nothing ran");
+}
+
 /// A panic while a wave's worker drives a sub-task ends the run as an internal error (exit
 /// 70, recorded in the sub-task's `.stop`), after its running sibling finished; it never hangs.
 /// The panic is injected through a hook that exists only in test builds.
