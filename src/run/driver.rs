@@ -54,9 +54,10 @@ fn contained(dir: &Path) -> super::Result<()> {
     Ok(())
 }
 
-/// Drive one task until it is complete or needs a human, its sub-tasks included (through
-/// the run's scheduler, [`super::schedule`]). `explicit`: the user named this task, so a stop
-/// recorded by an earlier run is cleared and the task tried again.
+/// Drive one task until it is complete or needs a human, its sub-tasks included, under a
+/// scheduler of its own ([`super::schedule`]): for `--step` and sub-tasks made by hand, which
+/// their parent's worker drives inline, one at a time. `explicit`: the user named this task,
+/// so a stop recorded by an earlier run is cleared and the task tried again.
 pub fn drive(run: &Run<'_>, rel: &str, explicit: bool) -> super::Result<Outcome> {
     super::schedule::run_task(run, rel, explicit, &mut None)
 }

@@ -4,13 +4,14 @@
 //! panic caught in the worker), or waiting for waves. A decomposed task's waves
 //! ([`WaveState`]) release its sub-tasks as new units and hear of their ends; once the waves
 //! are over the parent's drive is queued again, with how they ended. A sub-task that is itself
-//! decomposed waits the same way: nothing is driven by recursion, and no worker sits idle
-//! while a parent waits.
+//! decomposed waits the same way, holding no worker. The merge-backs and integration gates of
+//! the waves run here, between reports. Only `--step` and sub-tasks made by hand (no
+//! DECOMPOSITION.md) are driven inline, one at a time, by their parent's worker.
 
 use super::driver::{Drive, Driven};
 use super::observe::parent_of;
 use super::waves::WaveState;
-use super::{Outcome, Run};
+use super::{Outcome, Run, RunError, StopKind};
 use crate::task::TaskTree;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::mpsc;
@@ -59,7 +60,7 @@ pub fn run_task(
     // Every unit reports, and the top task's report is the run's end: without it, the
     // scheduler lost a unit, which is a bug (an internal error, exit 70).
     let (outcome, tree) = scheduler.result.unwrap_or_else(|| {
-        let lost = super::RunError::Panicked {
+        let lost = RunError::Panicked {
             task: rel.to_string(),
             message: "the run's scheduler ended before the task did".into(),
         };
@@ -95,6 +96,13 @@ fn work<'r, 'a>(run: &'r Run<'a>, unit: Unit<'r, 'a>) -> Report<'r, 'a> {
         Unit::Resume(drive, _) => drive.rel.clone(),
     };
     let driven = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match unit {
+        // Released before Ctrl-C but not started: it ends as interrupted, nothing started.
+        Unit::Start { .. } if run.cancel.load(std::sync::atomic::Ordering::SeqCst) => {
+            Ok(Driven::Ended(
+                super::stops::stopped(StopKind::Interrupted, "interrupted"),
+                None,
+            ))
+        }
         Unit::Start { rel, explicit } => match Drive::start(run, &rel, explicit)? {
             Ok(drive) => drive.turns(),
             Err(outcome) => Ok(Driven::Ended(outcome, None)),
@@ -134,7 +142,8 @@ impl<'r, 'a> Scheduler<'r, 'a> {
         match report {
             Report::Waits(drive, plan) => {
                 let rel = drive.rel.clone();
-                match WaveState::new(self.run, &rel, plan, drive.ws.clone()) {
+                let (run, ws) = (self.run, drive.ws.clone());
+                match guarded(&rel, || WaveState::new(run, &rel, plan, ws)) {
                     Ok(waves) => {
                         self.waiting.insert(rel.clone(), (waves, drive));
                         self.advance(&rel);
@@ -160,7 +169,12 @@ impl<'r, 'a> Scheduler<'r, 'a> {
             return;
         };
         let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
-        waves.ended(name, outcome);
+        if let Err(e) = guarded(&parent, || {
+            waves.ended(name, outcome);
+            Ok(())
+        }) {
+            waves.fail(e);
+        }
         self.advance(&parent);
     }
 
@@ -170,16 +184,28 @@ impl<'r, 'a> Scheduler<'r, 'a> {
         let Some((waves, _)) = self.waiting.get_mut(parent) else {
             return;
         };
-        for child in waves.release() {
-            self.queue.push_back(Unit::Start {
-                rel: child,
-                explicit: false,
-            });
+        match guarded(parent, || Ok(waves.release())) {
+            Ok(released) => self
+                .queue
+                .extend(released.into_iter().map(|rel| Unit::Start {
+                    rel,
+                    explicit: false,
+                })),
+            Err(e) => waves.fail(e),
         }
         if waves.idle()
             && let Some((waves, drive)) = self.waiting.remove(parent)
         {
-            self.queue.push_back(Unit::Resume(drive, waves.finish()));
+            let end = guarded(parent, || waves.finish());
+            self.queue.push_back(Unit::Resume(drive, end));
         }
     }
+}
+
+/// `f`, done on the scheduler's thread for the waves of `parent`: a panic there is that
+/// parent's internal error, as one in a worker is its task's, and the run hears every other
+/// report still.
+fn guarded<T>(parent: &str, f: impl FnOnce() -> super::Result<T>) -> super::Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|panic| Err(RunError::panicked(parent, &*panic)))
 }

@@ -227,6 +227,12 @@ impl<'r, 'a> WaveState<'r, 'a> {
         self.running.is_empty()
     }
 
+    /// An error of automaton's own (a panic while merging, gating or recording an end): no
+    /// sub-task starts any more, and the parent's drive ends with it once what runs ended.
+    pub(super) fn fail(&mut self, e: super::RunError) {
+        self.error.get_or_insert(e);
+    }
+
     fn stopping(&self) -> bool {
         self.run_stop.is_some()
             || self.parent_stop.is_some()
