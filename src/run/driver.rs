@@ -267,24 +267,7 @@ impl Drive<'_, '_> {
                 }))
             }
             Action::StepSubtask => step_subtask(run, rel, dir, &tree).map(Turn::Done),
-            Action::Replan => {
-                let note = replan_note(run, &over_budget(run, node));
-                // Once: the mark is written first, so a run cut short does not send it back again.
-                write_atomic(
-                    &dir.join(crate::task::snapshot::SENT_BACK_FILE),
-                    note.as_bytes(),
-                )?;
-                run.progress.event(&Event::PlanSentBack {
-                    task: rel,
-                    max_peak: run.max_peak,
-                    rows: over_budget(run, node)
-                        .iter()
-                        .map(|r| r.name.as_str())
-                        .collect(),
-                });
-                self.phase(node, Phase::Decomposition, Some(&note))
-                    .map(Turn::from)
-            }
+            Action::Replan => self.replan(node).map(Turn::from),
             Action::RunChildren => run_children(run, &tree).map(Turn::from),
             Action::Rework => {
                 let reason = node.decision.reason.as_deref().unwrap_or("");
@@ -298,6 +281,27 @@ impl Drive<'_, '_> {
                 self.phase(node, phase, None).map(Turn::from)
             }
         }
+    }
+
+    /// Send the plan back to the decomposition phase, once: a sub-task is over the context
+    /// budget.
+    fn replan(&mut self, node: &TaskNode) -> super::Result<Option<Outcome>> {
+        let run = self.run;
+        let note = replan_note(run, &over_budget(run, node));
+        // Once: the mark is written first, so a run cut short does not send it back again.
+        write_atomic(
+            &self.dir.join(crate::task::snapshot::SENT_BACK_FILE),
+            note.as_bytes(),
+        )?;
+        run.progress.event(&Event::PlanSentBack {
+            task: &self.rel,
+            max_peak: run.max_peak,
+            rows: over_budget(run, node)
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect(),
+        });
+        self.phase(node, Phase::Decomposition, Some(&note))
     }
 
     /// Run `phase` once and act on its end (go on, retry, or stop).
