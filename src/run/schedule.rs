@@ -109,7 +109,7 @@ fn work<'r, 'a>(run: &'r Run<'a>, unit: Unit<'r, 'a>) -> Report<'r, 'a> {
         },
         Unit::Resume(drive, waves) => drive.resume(waves),
     }))
-    .unwrap_or_else(|panic| Err(super::RunError::panicked(&rel, &*panic)));
+    .unwrap_or_else(|panic| Err(RunError::panicked(&rel, &*panic)));
     match driven {
         Ok(Driven::Ended(outcome, last)) => Report::Ended {
             rel,

@@ -96,7 +96,7 @@ pub fn acquire(project: &Path) -> Result<ProjectLock, LockError> {
 fn holder(project: &Path, dir: &File, path: &Path) -> LockError {
     // The holder file is not read yet (see below): only a lock the kernel table names with
     // this very device counts here.
-    let kernel = kernel_holder(dir, None);
+    let kernel = kernel_holder(dir, || None);
     // The holder writes its file just after locking: give it a moment.
     for _ in 0..20 {
         let text = crate::fsx::read_prefix(path, 4096)
@@ -135,9 +135,9 @@ fn holder(project: &Path, dir: &File, path: &Path) -> LockError {
 /// The pid holding an flock on the file `dir` is open on, from `/proc/locks`
 /// (`1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF`). The table names the file system's own
 /// device, which is not the one `stat` gives on btrfs (a subvolume has a device number of its
-/// own): there, a lock on the same inode held by `expected` (the pid the holder file names)
-/// is the one, once that process is seen to hold this very folder open.
-fn kernel_holder(dir: &File, expected: Option<u32>) -> Option<u32> {
+/// own): there, a lock on the same inode held by `expected` (the pid the holder file names,
+/// asked only then) is the one, once that process is seen to hold this very folder open.
+fn kernel_holder(dir: &File, expected: impl FnOnce() -> Option<u32>) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;
     let meta = dir.metadata().ok()?;
     let (dev, ino) = (meta.dev(), meta.ino());
@@ -162,8 +162,9 @@ fn holder_in_table(
     table: &str,
     (major, minor): (u32, u32),
     ino: u64,
-    expected: Option<u32>,
+    expected: impl FnOnce() -> Option<u32>,
 ) -> Option<Found> {
+    let (mut expected, mut wanted) = (Some(expected), None);
     let mut same_inode = None;
     for line in table.lines() {
         let Some((pid, maj, min)) = flock_on(line, ino) else {
@@ -172,7 +173,10 @@ fn holder_in_table(
         if maj == major && min == minor {
             return Some(Found::OnThisDevice(pid));
         }
-        if Some(pid) == expected {
+        // Asked once, at the first lock on this inode elsewhere: where there is none (no
+        // run, or any file system but btrfs), the holder file is not read.
+        let want = *wanted.get_or_insert_with(|| expected.take().and_then(|f| f()));
+        if same_inode.is_none() && Some(pid) == want {
             same_inode = Some(Found::SameInode(pid));
         }
     }
@@ -225,11 +229,12 @@ fn read_holder(project: &Path) -> Option<Holder> {
 /// says whether anyone does, the holder file who (when it names the same process; on btrfs,
 /// where the table's device number is not `stat`'s, it also says which lock is this one).
 pub fn holding(project: &Path) -> Option<Holder> {
-    let file = read_holder(project);
-    let kernel = kernel_holder(
-        &File::open(project).ok()?,
-        file.as_ref().and_then(|h| h.pid),
-    )?;
+    let mut file = None;
+    let kernel = kernel_holder(&File::open(project).ok()?, || {
+        file = read_holder(project);
+        file.as_ref().and_then(|h| h.pid)
+    })?;
+    let file = file.or_else(|| read_holder(project));
     Some(file.filter(|h| h.pid == Some(kernel)).unwrap_or(Holder {
         pid: Some(kernel),
         since: None,
@@ -319,17 +324,17 @@ mod tests {
                      3: FLOCK  ADVISORY  WRITE 43 08:01:9999 0 EOF\n";
         // The same device and inode: its pid, whatever the holder file says.
         assert_eq!(
-            holder_in_table(table, (0, 0x2f), 5678, None),
+            holder_in_table(table, (0, 0x2f), 5678, || None),
             Some(Found::OnThisDevice(42))
         );
         // Another device number (a btrfs subvolume's): only the pid the holder file names,
         // to be confirmed.
         assert_eq!(
-            holder_in_table(table, (8, 1), 5678, Some(42)),
+            holder_in_table(table, (8, 1), 5678, || Some(42)),
             Some(Found::SameInode(42))
         );
-        assert_eq!(holder_in_table(table, (8, 1), 5678, Some(41)), None);
-        assert_eq!(holder_in_table(table, (8, 1), 5678, None), None);
+        assert_eq!(holder_in_table(table, (8, 1), 5678, || Some(41)), None);
+        assert_eq!(holder_in_table(table, (8, 1), 5678, || None), None);
         // Confirmed by the folder being open in that process: this one holds its own open.
         let dir = tempfile::tempdir().unwrap();
         let open = File::open(dir.path()).unwrap();
